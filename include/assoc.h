@@ -1,0 +1,36 @@
+/*
+ * assoc.h -- the key -> item hash table, partitioned under striped locks.
+ *
+ * The table is split into ASSOC_PARTITIONS independent sub-tables chosen
+ * by the low bits of the key hash. Each has its own lock and bucket array
+ * and doubles on its own when its load factor passes 1.5, so growth
+ * stalls only the 1/ASSOC_PARTITIONS of keys that share that lock, for
+ * the time it takes to rehash that slice. The partition lock is also the
+ * item lock: whoever holds it may read and change the items it indexes.
+ */
+#ifndef SC_ASSOC_H
+#define SC_ASSOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ASSOC_PARTITIONS 1024
+
+struct item;
+
+int          assoc_setup(uint32_t hashpower);
+void         assoc_teardown(void);
+
+void         assoc_lock(uint32_t hv);
+void         assoc_unlock(uint32_t hv);
+int          assoc_trylock(uint32_t hv);   /* 0 on success */
+
+/* The following require assoc_lock(hv) held. */
+struct item *assoc_find(const char *key, size_t nkey, uint32_t hv);
+void         assoc_insert(struct item *it, uint32_t hv);
+void         assoc_delete(struct item *it, uint32_t hv);
+
+uint64_t     assoc_buckets(void);          /* total buckets, all partitions */
+uint64_t     assoc_expansions(void);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * conn.h -- one client connection: read, parse, dispatch, write.
+ *
+ * Per readable event a connection does one read(), handles every complete
+ * request in its buffer (at most -R of them, then yields to other
+ * connections) and answers them with one write. Input is bounded by the
+ * line limits of the protocol; output is bounded by pausing input while
+ * more than CONN_OUT_HIGH bytes wait for a slow reader.
+ */
+#ifndef SC_CONN_H
+#define SC_CONN_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define CONN_RBUF_INIT  16384
+#define CONN_OUT_HIGH   (4u * 1024 * 1024)
+
+struct conn;
+struct event_base;
+struct stats_thread;
+
+/* Per-thread connection list, owned by a worker. */
+struct conn_list {
+    pthread_mutex_t lock;       /* taken on open/close and by `stats conns` */
+    struct conn    *head;
+};
+
+struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
+                      struct conn_list *list);
+void         conn_free(struct conn *c);
+/* Free every connection on the list (worker shutdown). */
+void         conn_free_all(struct conn_list *list);
+/* Emit `stats conns` lines for the list's connections. */
+void         conn_list_stats(struct conn_list *list,
+                             void (*emit)(void *, const char *, const char *),
+                             void *ctx);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * dispatch.h -- the small layer between protocol and storage.
+ *
+ * Core hands each parsed request here; the dispatcher calls storage and
+ * eviction, counts the request, and composes the response (through the
+ * protocol module) into the connection's output buffer. Values are added
+ * by reference: the item stays referenced until libevent has written it,
+ * then the reference is dropped (no copy of the value on the read path).
+ */
+#ifndef SC_DISPATCH_H
+#define SC_DISPATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto.h"
+
+struct evbuffer;
+struct item;
+struct stats_thread;
+
+typedef enum dispatch_result {
+    DISPATCH_DONE,          /* response (if any) queued */
+    DISPATCH_NEED_DATA,     /* read vlen+2 bytes into ctx->data, then
+                               call dispatch_data_done() */
+    DISPATCH_SWALLOW,       /* drop ctx->swallow bytes of input */
+    DISPATCH_CLOSE,         /* quit: close after flushing output */
+} dispatch_result_t;
+
+/* Per-connection dispatch state (embedded in the connection). */
+struct dispatch_ctx {
+    struct evbuffer     *out;
+    struct stats_thread *stats;
+    /* pending storage command */
+    struct item         *it;
+    char                *data;      /* where the data block goes */
+    uint32_t             ndata;     /* vlen + 2 */
+    proto_cmd_t          cmd;
+    uint64_t             cas;
+    bool                 noreply;
+    uint64_t             swallow;   /* DISPATCH_SWALLOW: bytes to drop */
+};
+
+typedef void (*dispatch_shutdown_fn)(void);
+
+void dispatch_set_shutdown(dispatch_shutdown_fn fn);
+
+dispatch_result_t dispatch_request(struct dispatch_ctx *d,
+                                   const struct proto_req *req);
+/* Parse error: queue req->error (unless noreply) and set up swallowing. */
+dispatch_result_t dispatch_error(struct dispatch_ctx *d,
+                                 const struct proto_req *req);
+/* The data block is in ctx->data; store it and answer. */
+void dispatch_data_done(struct dispatch_ctx *d);
+/* The connection is going away mid-command: drop pending state. */
+void dispatch_abort(struct dispatch_ctx *d);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * item.h -- cache items: layout, reference counts, LRU and the store,
+ * fetch, delete, arithmetic and flush semantics of memcached.
+ *
+ * Reference counting: item_alloc() returns an item with one reference
+ * (the caller's). Linking into the hash table adds one; unlinking drops
+ * it. Every reader holds a reference until it is done (e.g. until its
+ * write to a socket completes), and the chunk returns to its slab class
+ * only when the count reaches zero, so a value being sent is never
+ * reused underneath the writer.
+ *
+ * Locking: an item's hash partition lock (assoc.h) guards its linkage
+ * and fields; its class lock (slab.h) guards the LRU. Order: partition
+ * lock, then class lock. Code holding a class lock only try-locks
+ * partitions.
+ */
+#ifndef SC_ITEM_H
+#define SC_ITEM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#define ITEM_LINKED  0x01       /* in the hash table and LRU */
+#define ITEM_FREE    0x02       /* on its class free list */
+#define ITEM_FETCHED 0x04       /* read at least once since stored */
+
+struct item {
+    struct item       *h_next;  /* hash chain */
+    struct item       *prev;    /* LRU or free list */
+    struct item       *next;
+    rel_time_t         time;    /* last store or LRU bump */
+    rel_time_t         exptime; /* 0 = never */
+    uint32_t           nbytes;  /* value length including "\r\n" */
+    uint32_t           flags;   /* client flags */
+    _Atomic uint32_t   refcount;
+    uint32_t           sid;     /* slab table index */
+    uint64_t           cas;
+    uint8_t            cls;
+    uint8_t            nkey;
+    uint8_t            iflags;
+    char               data[];  /* key, then value with "\r\n" */
+};
+
+typedef enum item_status {
+    ITEM_OK,
+    ITEM_NOT_STORED,
+    ITEM_EXISTS,
+    ITEM_NOT_FOUND,
+    ITEM_TOO_LARGE,
+    ITEM_NO_MEMORY,
+    ITEM_NON_NUMERIC,
+} item_status_t;
+
+typedef enum item_store_op {
+    ITEM_OP_SET,
+    ITEM_OP_ADD,
+    ITEM_OP_REPLACE,
+    ITEM_OP_APPEND,
+    ITEM_OP_PREPEND,
+    ITEM_OP_CAS,
+} item_store_op_t;
+
+/* Counters kept by the item layer (global, atomic). */
+struct item_stats {
+    uint64_t curr_items;
+    uint64_t total_items;
+    uint64_t bytes;
+    uint64_t evictions;
+    uint64_t reclaimed;
+    uint64_t expired_unfetched;
+    uint64_t evicted_unfetched;
+};
+
+/* Per-class item figures for `stats items`. */
+struct item_class_stats {
+    uint64_t number;
+    uint64_t age;               /* seconds since the LRU tail was used */
+    uint64_t evicted;
+    uint64_t evicted_nonzero;
+    uint64_t evicted_time;
+    uint64_t outofmemory;
+    uint64_t reclaimed;
+    uint64_t expired_unfetched;
+    uint64_t evicted_unfetched;
+};
+
+int   item_setup(bool use_cas);
+void  item_teardown(void);
+
+size_t item_total_size(size_t nkey, size_t vlen);  /* header+key+value+2 */
+
+static inline char *item_key(struct item *it) { return it->data; }
+static inline char *item_value(struct item *it) { return it->data + it->nkey; }
+static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2; }
+
+/* Allocate an unlinked item able to hold vlen value bytes plus "\r\n". */
+item_status_t item_alloc(const char *key, size_t nkey, uint32_t flags,
+                         rel_time_t exptime, uint32_t vlen, struct item **out);
+void          item_release(struct item *it);
+
+/*
+ * Store a filled item (its value ends in "\r\n") with memcached's
+ * semantics for op. cas_in is the client's value for ITEM_OP_CAS.
+ * Does not consume the caller's reference.
+ */
+item_status_t item_store(struct item *it, item_store_op_t op, uint64_t cas_in);
+
+/* Unlink whatever is stored under key (used after a failed set). */
+void          item_unlink_key(const char *key, size_t nkey);
+
+/* Why item_get() missed, for get_expired / get_flushed. */
+typedef enum item_miss {
+    ITEM_MISS_NONE,             /* hit, or simply absent */
+    ITEM_MISS_EXPIRED,
+    ITEM_MISS_FLUSHED,
+} item_miss_t;
+
+/*
+ * Fetch with a reference, or NULL. touch: also set exptime (gat).
+ * *miss (may be NULL) tells whether a dead item was found and dropped.
+ */
+struct item  *item_get(const char *key, size_t nkey, bool touch,
+                       rel_time_t exptime, item_miss_t *miss);
+item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime);
+item_status_t item_delete(const char *key, size_t nkey);
+item_status_t item_arith(const char *key, size_t nkey, bool incr,
+                         uint64_t delta, uint64_t *result);
+
+/* flush_all: invalidate items stored before now + delay seconds. */
+void          item_flush(int64_t delay);
+
+/*
+ * For eviction policies: free the LRU tail of class cls. With
+ * evict_live false only expired or flushed items are reclaimed.
+ * Returns how many chunks were freed into the class.
+ */
+uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live);
+
+void          item_get_stats(struct item_stats *out);
+void          item_class_stats(uint8_t cls, struct item_class_stats *out);
+void          item_reset_stats(void);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * listener.h -- accept TCP or UNIX-socket clients on the main event loop,
+ * enforce -c, and hand sockets to workers.
+ */
+#ifndef SC_LISTENER_H
+#define SC_LISTENER_H
+
+struct event_base;
+
+int  listener_setup(struct event_base *base);
+void listener_teardown(void);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * log.h -- leveled logging to stderr (-v, -vv).
+ */
+#ifndef SC_LOG_H
+#define SC_LOG_H
+
+typedef enum log_level {
+    LOG_LEVEL_ERROR = 0,
+    LOG_LEVEL_WARN  = 0,
+    LOG_LEVEL_INFO  = 1,        /* -v */
+    LOG_LEVEL_DEBUG = 2,        /* -vv */
+} log_level_t;
+
+void log_set_level(int level);
+int  log_get_level(void);
+void log_write(log_level_t level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_info(...)  log_write(LOG_LEVEL_INFO, __VA_ARGS__)
+#define log_debug(...) log_write(LOG_LEVEL_DEBUG, __VA_ARGS__)
+
+#endif

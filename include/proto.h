@@ -1,0 +1,145 @@
+/*
+ * proto.h -- memcached ASCII protocol: parse requests, compose responses.
+ *
+ * The protocol module is pure: it turns bytes into a struct proto_req and
+ * response fields into bytes. It never performs I/O and never touches
+ * storage, so every path (including every error path) can be unit tested
+ * on plain buffers. Behaviour follows memcached 1.6.18 byte for byte except
+ * where noted in proto_parse() below.
+ */
+#ifndef SC_PROTO_H
+#define SC_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_KEY_MAX      250   /* longest key memcached accepts */
+#define PROTO_LINE_MAX     2048  /* non-get line without '\n' past this: close */
+#define PROTO_GETLINE_MAX  65536 /* bound for a long multi-get line */
+#define PROTO_VALUE_HDR_MAX (PROTO_KEY_MAX + 96) /* "VALUE k f n c\r\n" */
+
+typedef enum proto_cmd {
+    PROTO_CMD_NONE = 0,
+    PROTO_CMD_GET,
+    PROTO_CMD_GETS,
+    PROTO_CMD_GAT,
+    PROTO_CMD_GATS,
+    PROTO_CMD_SET,
+    PROTO_CMD_ADD,
+    PROTO_CMD_REPLACE,
+    PROTO_CMD_APPEND,
+    PROTO_CMD_PREPEND,
+    PROTO_CMD_CAS,
+    PROTO_CMD_TOUCH,
+    PROTO_CMD_DELETE,
+    PROTO_CMD_INCR,
+    PROTO_CMD_DECR,
+    PROTO_CMD_FLUSH_ALL,
+    PROTO_CMD_VERSION,
+    PROTO_CMD_VERBOSITY,
+    PROTO_CMD_QUIT,
+    PROTO_CMD_SHUTDOWN,
+    PROTO_CMD_CACHE_MEMLIMIT,
+    PROTO_CMD_STATS,
+    PROTO_CMD_CONFIG,         /* slabcache's "config <name> <value...>" */
+} proto_cmd_t;
+
+typedef enum proto_status {
+    PROTO_OK,     /* a request was parsed; *consumed bytes of line used */
+    PROTO_AGAIN,  /* no complete line yet: read more, call again */
+    PROTO_ERROR,  /* line consumed; reply req->error (see req->swallow) */
+    PROTO_CLOSE,  /* hostile input (overlong line): close the connection */
+} proto_status_t;
+
+/*
+ * One parsed request. Pointers point into the caller's buffer and are
+ * valid only as long as that buffer is unchanged.
+ */
+struct proto_req {
+    proto_cmd_t cmd;
+    const char *key;       /* first (or only) key */
+    size_t      nkey;
+    const char *keys;      /* get/gets/gat/gats: all keys, for proto_key_next */
+    const char *keys_end;
+    uint32_t    flags;     /* storage commands */
+    int64_t     exptime;   /* storage, touch, gat: as sent (relative/absolute) */
+    uint32_t    vlen;      /* storage: data block length without "\r\n" */
+    uint64_t    cas;       /* cas: the unique value */
+    uint64_t    delta;     /* incr/decr */
+    int64_t     arg;       /* flush_all delay, verbosity level, memlimit MB */
+    bool        has_arg;   /* whether arg was given */
+    bool        noreply;
+    const char *sub;       /* stats/config: rest of line after command */
+    size_t      nsub;
+    const char *error;     /* PROTO_ERROR: full line without "\r\n" */
+    bool        swallow;   /* PROTO_ERROR: a vlen+2 byte data block follows
+                            * and must be read and dropped */
+};
+
+/*
+ * Parse one request line from buf[0..len). On PROTO_OK and PROTO_ERROR,
+ * *consumed is the number of bytes of the command line including its
+ * "\n" (a storage command's data block is NOT consumed: the caller reads
+ * req->vlen + 2 more bytes). Lines end in "\n" or "\r\n".
+ *
+ * Deviation from memcached, by design: when a storage command is rejected
+ * but its length field parses (key too long, bad flags or exptime), the
+ * data block is swallowed (req->swallow) rather than parsed as commands.
+ */
+proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
+                           size_t *consumed);
+
+/*
+ * Iterate keys of a multi-key request: *cursor starts at req->keys.
+ * Returns false when no keys remain.
+ */
+bool proto_key_next(const char **cursor, const char *end, const char **key,
+                    size_t *nkey);
+
+/* Verify a storage command's data block: data[vlen..vlen+2) == "\r\n". */
+bool proto_data_ok(const char *data_tail2);
+
+/* Fixed response lines, each including "\r\n". */
+typedef enum proto_rsp {
+    PROTO_RSP_STORED,
+    PROTO_RSP_NOT_STORED,
+    PROTO_RSP_EXISTS,
+    PROTO_RSP_NOT_FOUND,
+    PROTO_RSP_DELETED,
+    PROTO_RSP_TOUCHED,
+    PROTO_RSP_END,
+    PROTO_RSP_OK,
+    PROTO_RSP_ERROR,
+    PROTO_RSP_RESET,
+    PROTO_RSP_BAD_CHUNK,
+    PROTO_RSP_BAD_FORMAT,
+    PROTO_RSP_TOO_LARGE,
+    PROTO_RSP_OOM,
+    PROTO_RSP_NON_NUMERIC,
+    PROTO_RSP_INCR_OOM,
+    PROTO_RSP_TOO_MANY_CONNS,
+    PROTO_RSP_SHUTDOWN_DISABLED,
+    PROTO_RSP_MAX
+} proto_rsp_t;
+
+/* The bytes of a fixed response; *len receives its length. */
+const char *proto_rsp_str(proto_rsp_t rsp, size_t *len);
+
+/*
+ * Compose into buf (capacity cap). Each returns the bytes written, or 0 if
+ * cap is too small (never writes past cap).
+ */
+size_t proto_compose_value(char *buf, size_t cap, const char *key, size_t nkey,
+                           uint32_t flags, uint32_t vlen, bool with_cas,
+                           uint64_t cas);                 /* "VALUE ...\r\n" */
+size_t proto_compose_uint(char *buf, size_t cap, uint64_t v); /* "v\r\n" */
+size_t proto_compose_stat(char *buf, size_t cap, const char *name,
+                          const char *value);            /* "STAT n v\r\n" */
+size_t proto_compose_line(char *buf, size_t cap, const char *text); /* "t\r\n" */
+
+/* Bounded decimal parsers (no locale, no strtol): whole string must match. */
+bool proto_parse_u64(const char *s, size_t n, uint64_t *out);
+bool proto_parse_i64(const char *s, size_t n, int64_t *out);
+
+#endif

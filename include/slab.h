@@ -1,0 +1,82 @@
+/*
+ * slab.h -- slab allocator, slab classes and the append-only slab table.
+ *
+ * Memory is carved into slabs of settings.item_size_max bytes, at most
+ * maxbytes in total. Every slab ever allocated is appended to the slab
+ * table and never freed, only reassigned to another class, so eviction
+ * policies can name any slab by its index in O(1). Each class has a lock
+ * guarding its free list, its slabs and (used by item.c) its LRU.
+ */
+#ifndef SC_SLAB_H
+#define SC_SLAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#define SLAB_CLASS_MAX   63      /* classes are 1..SLAB_CLASS_MAX */
+#define SLAB_ID_NONE     UINT32_MAX
+
+struct item;
+
+typedef enum slab_rstatus {
+    SLAB_OK,
+    SLAB_ENOMEM,        /* limit reached or malloc failed */
+    SLAB_EINVAL,
+} slab_rstatus_t;
+
+/* Per-class figures for `stats slabs`. */
+struct slab_class_stats {
+    uint32_t chunk_size;
+    uint32_t chunks_per_page;
+    uint32_t total_pages;
+    uint64_t total_chunks;
+    uint64_t used_chunks;
+    uint64_t free_chunks;
+};
+
+/* A slab table entry as seen by eviction policies. */
+struct slab_info {
+    uint8_t    cls;             /* 0 = not assigned */
+    rel_time_t created;         /* when it was (re)carved */
+    rel_time_t accessed;        /* last read or write of one of its items */
+};
+
+slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
+                          size_t chunk_min, size_t item_header);
+void           slab_teardown(void);
+
+/* Class for an item of total size bytes; 0 if it is too large. */
+uint8_t  slab_clsid(size_t size);
+uint8_t  slab_class_count(void);          /* highest valid class id */
+size_t   slab_size(void);
+
+/* Class lock: protects the class's free list and LRU. */
+void     slab_lock(uint8_t cls);
+void     slab_unlock(uint8_t cls);
+
+/*
+ * Take a free chunk of class cls: from its free list, else from a new
+ * slab if the memory limit allows. NULL when neither has one (the caller
+ * then reclaims or evicts). The chunk's slab id is stored in *sid.
+ */
+struct item *slab_alloc(uint8_t cls, uint32_t *sid);
+/* Return a chunk to its class's free list. Caller holds slab_lock(cls). */
+void     slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk);
+void     slab_free(uint8_t cls, uint32_t sid, struct item *chunk);
+
+/* Slab table (append-only). */
+uint32_t slab_table_count(void);
+bool     slab_table_info(uint32_t sid, struct slab_info *out);
+void     slab_touch(uint32_t sid);           /* move accessed (coarse) */
+
+/* Memory limit at run time (cache_memlimit); only caps future growth. */
+void     slab_set_limit(size_t maxbytes);
+size_t   slab_limit(void);
+size_t   slab_malloced(void);                /* bytes of slabs allocated */
+
+void     slab_class_stats(uint8_t cls, struct slab_class_stats *out);
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * stats.h -- counters and the `stats` command's sections.
+ *
+ * Request counters are per worker thread (struct stats_thread, written
+ * only by its owner, summed on demand) so the request path never shares
+ * a cache line between threads. Names are memcached's and are declared
+ * once, in the X-macro tables below.
+ *
+ * Sections are produced as (name, value) pairs through a callback: the
+ * caller turns them into protocol bytes, so this module knows nothing of
+ * sockets or wire formats.
+ */
+#ifndef SC_STATS_H
+#define SC_STATS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-thread request counters, in `stats` output order. */
+#define STATS_THREAD_COUNTERS(X) \
+    X(cmd_get)          \
+    X(cmd_set)          \
+    X(cmd_flush)        \
+    X(cmd_touch)        \
+    X(get_hits)         \
+    X(get_misses)       \
+    X(get_expired)      \
+    X(get_flushed)      \
+    X(delete_misses)    \
+    X(delete_hits)      \
+    X(incr_misses)      \
+    X(incr_hits)        \
+    X(decr_misses)      \
+    X(decr_hits)        \
+    X(cas_misses)       \
+    X(cas_hits)         \
+    X(cas_badval)       \
+    X(touch_hits)       \
+    X(touch_misses)     \
+    X(store_too_large)  \
+    X(store_no_memory)  \
+    X(bytes_read)       \
+    X(bytes_written)    \
+    X(conn_yields)
+
+struct stats_thread {
+#define STATS_FIELD(name) _Atomic uint64_t name;
+    STATS_THREAD_COUNTERS(STATS_FIELD)
+#undef STATS_FIELD
+};
+
+/* Owner-only increment: a relaxed load+store, no locked instruction. */
+#define STATS_ADD(st, field, n)                                              \
+    atomic_store_explicit(&(st)->field,                                      \
+        atomic_load_explicit(&(st)->field, memory_order_relaxed) + (n),      \
+        memory_order_relaxed)
+#define STATS_INCR(st, field) STATS_ADD(st, field, 1)
+
+/* Connection counters, updated by core. */
+#define STATS_CONN_COUNTERS(X) \
+    X(curr_connections)       \
+    X(total_connections)      \
+    X(rejected_connections)   \
+    X(connection_structures)
+
+typedef void (*stats_emit_fn)(void *ctx, const char *name, const char *value);
+/* Core supplies the per-connection lines of `stats conns`. */
+typedef void (*stats_conns_fn)(stats_emit_fn emit, void *ctx);
+
+typedef enum stats_section {
+    STATS_GENERAL,
+    STATS_SETTINGS,
+    STATS_SLABS,
+    STATS_ITEMS,
+    STATS_SIZES,
+    STATS_CONNS,
+    STATS_UNKNOWN,
+} stats_section_t;
+
+int   stats_setup(const char *version, const char *libevent);
+void  stats_teardown(void);
+
+/* Register a worker's counters; at most `threads` of them. */
+void  stats_register_thread(struct stats_thread *st);
+void  stats_set_conns_provider(stats_conns_fn fn);
+
+void  stats_conn_open(void);
+void  stats_conn_close(void);
+void  stats_conn_rejected(void);
+void  stats_conn_structure(void);
+uint64_t stats_curr_connections(void);
+
+stats_section_t stats_section(const char *name, size_t len);
+void  stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx);
+void  stats_reset(void);
+
+#endif

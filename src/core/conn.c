@@ -1,0 +1,443 @@
+/*
+ * conn.c -- a client connection's read/parse/dispatch/write cycle.
+ *
+ * Readiness is level-triggered, so one read() per event is enough: if more
+ * bytes are waiting the event fires again, and reading until EAGAIN would
+ * cost an extra syscall per batch. Responses accumulate in an evbuffer
+ * (values by reference) and leave in one writev per batch.
+ *
+ * States: CMD (parsing lines), DATA (filling a storage command's item),
+ * SWALLOW (dropping a rejected data block), CLOSING.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "clock.h"
+#include "dispatch.h"
+#include "proto.h"
+#include "settings.h"
+#include "stats.h"
+
+#define RBUF_MAX        (PROTO_GETLINE_MAX + 4096)
+#define DIRECT_READ_MIN 4096    /* data blocks this big skip the rbuf */
+
+typedef enum conn_state {
+    CONN_CMD,
+    CONN_DATA,
+    CONN_SWALLOW,
+    CONN_CLOSING,
+} conn_state_t;
+
+static const char *const state_names[] = {
+    "conn_parse_cmd", "conn_nread", "conn_swallow", "conn_closing",
+};
+
+struct conn {
+    int                  fd;
+    conn_state_t         state;
+    struct event        *ev_read;
+    struct event        *ev_write;
+    struct stats_thread *stats;
+    struct conn_list    *list;
+    struct conn         *prev, *next;
+    char                *rbuf;
+    size_t               rsize;
+    size_t               rpos;      /* first unparsed byte */
+    size_t               rlen;      /* end of buffered bytes */
+    uint32_t             data_got;  /* bytes of the data block so far */
+    bool                 read_paused;
+    bool                 yielded;
+    rel_time_t           last_cmd;
+    char                 peer[64];
+    struct dispatch_ctx  d;
+};
+
+static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+
+static void
+conn_describe_peer(struct conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "";
+
+    snprintf(c->peer, sizeof(c->peer), "unknown");
+    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
+        return;
+    }
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(c->peer, sizeof(c->peer), "tcp:%s:%u", host, ntohs(sin->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(c->peer, sizeof(c->peer), "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
+    } else if (ss.ss_family == AF_UNIX) {
+        snprintf(c->peer, sizeof(c->peer), "unix:%s", settings.socket_path);
+    }
+}
+
+struct conn *
+conn_new(int fd, struct event_base *base, struct stats_thread *st,
+         struct conn_list *list)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+
+    if (c == NULL) {
+        return NULL;
+    }
+    c->fd = fd;
+    c->state = CONN_CMD;
+    c->stats = st;
+    c->rsize = CONN_RBUF_INIT;
+    c->rbuf = malloc(c->rsize);
+    c->d.out = evbuffer_new();
+    c->d.stats = st;
+    c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
+    c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
+    c->last_cmd = clock_now();
+    if (c->rbuf == NULL || c->d.out == NULL || c->ev_read == NULL ||
+        c->ev_write == NULL || event_add(c->ev_read, NULL) != 0) {
+        conn_free(c);
+        return NULL;
+    }
+    conn_describe_peer(c);
+    c->list = list;
+    pthread_mutex_lock(&list->lock);
+    c->next = list->head;
+    if (list->head != NULL) {
+        list->head->prev = c;
+    }
+    list->head = c;
+    pthread_mutex_unlock(&list->lock);
+    return c;
+}
+
+void
+conn_free(struct conn *c)
+{
+    if (c->list != NULL) {
+        pthread_mutex_lock(&c->list->lock);
+        if (c->prev != NULL) {
+            c->prev->next = c->next;
+        } else {
+            c->list->head = c->next;
+        }
+        if (c->next != NULL) {
+            c->next->prev = c->prev;
+        }
+        pthread_mutex_unlock(&c->list->lock);
+    }
+    dispatch_abort(&c->d);
+    if (c->ev_read != NULL) {
+        event_free(c->ev_read);
+    }
+    if (c->ev_write != NULL) {
+        event_free(c->ev_write);
+    }
+    if (c->d.out != NULL) {
+        evbuffer_free(c->d.out);    /* drops value references */
+    }
+    free(c->rbuf);
+    close(c->fd);
+    stats_conn_close();
+    free(c);
+}
+
+void
+conn_free_all(struct conn_list *list)
+{
+    while (list->head != NULL) {
+        conn_free(list->head);
+    }
+}
+
+void
+conn_list_stats(struct conn_list *list,
+                void (*emit)(void *, const char *, const char *), void *ctx)
+{
+    char name[64], value[96];
+
+    pthread_mutex_lock(&list->lock);
+    for (struct conn *c = list->head; c != NULL; c = c->next) {
+        snprintf(name, sizeof(name), "%d:addr", c->fd);
+        emit(ctx, name, c->peer);
+        snprintf(name, sizeof(name), "%d:state", c->fd);
+        emit(ctx, name, state_names[c->state]);
+        snprintf(name, sizeof(name), "%d:secs_since_last_cmd", c->fd);
+        snprintf(value, sizeof(value), "%u", clock_now() - c->last_cmd);
+        emit(ctx, name, value);
+    }
+    pthread_mutex_unlock(&list->lock);
+}
+
+/* --- reading ---------------------------------------------------------------- */
+
+/* Make room at the end of rbuf; false if a single line outgrew RBUF_MAX. */
+static bool
+conn_rbuf_room(struct conn *c)
+{
+    if (c->rpos > 0 && (c->rlen == c->rsize || c->rpos >= c->rsize / 2)) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        c->rpos = 0;
+    }
+    if (c->rlen < c->rsize) {
+        return true;
+    }
+    if (c->rsize >= RBUF_MAX) {
+        return false;
+    }
+    size_t nsize = c->rsize * 2 > RBUF_MAX ? RBUF_MAX : c->rsize * 2;
+    char *nbuf = realloc(c->rbuf, nsize);
+    if (nbuf == NULL) {
+        return false;
+    }
+    c->rbuf = nbuf;
+    c->rsize = nsize;
+    return true;
+}
+
+/* One read(). Returns bytes read, 0 if none are ready, -1 to close. */
+static ssize_t
+conn_read(struct conn *c)
+{
+    ssize_t n;
+    char *dst;
+    size_t cap;
+    bool direct = c->state == CONN_DATA && c->rpos == c->rlen &&
+                  c->d.ndata - c->data_got >= DIRECT_READ_MIN;
+
+    if (direct) {
+        /* Large value: straight into the item, no intermediate copy. */
+        dst = c->d.data + c->data_got;
+        cap = c->d.ndata - c->data_got;
+    } else {
+        if (!conn_rbuf_room(c)) {
+            return -1;
+        }
+        dst = c->rbuf + c->rlen;
+        cap = c->rsize - c->rlen;
+    }
+    n = read(c->fd, dst, cap);
+    if (n == 0) {
+        return -1;
+    }
+    if (n < 0) {
+        return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+    }
+    STATS_ADD(c->stats, bytes_read, (uint64_t)n);
+    if (direct) {
+        c->data_got += (uint32_t)n;
+    } else {
+        c->rlen += (size_t)n;
+    }
+    return n;
+}
+
+/* --- processing ------------------------------------------------------------------ */
+
+static void
+conn_apply(struct conn *c, dispatch_result_t r)
+{
+    switch (r) {
+    case DISPATCH_DONE:
+        break;
+    case DISPATCH_NEED_DATA:
+        c->state = CONN_DATA;
+        c->data_got = 0;
+        break;
+    case DISPATCH_SWALLOW:
+        c->state = c->d.swallow > 0 ? CONN_SWALLOW : CONN_CMD;
+        break;
+    case DISPATCH_CLOSE:
+        c->state = CONN_CLOSING;
+        break;
+    }
+}
+
+/* Handle one request line; false when more input is needed. */
+static bool
+conn_parse_one(struct conn *c)
+{
+    struct proto_req req;
+    size_t consumed = 0;
+
+    switch (proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed)) {
+    case PROTO_AGAIN:
+        return false;
+    case PROTO_CLOSE:
+        c->state = CONN_CLOSING;
+        return false;
+    case PROTO_ERROR:
+        c->rpos += consumed;
+        conn_apply(c, dispatch_error(&c->d, &req));
+        return true;
+    case PROTO_OK:
+        c->rpos += consumed;
+        c->last_cmd = clock_now();
+        conn_apply(c, dispatch_request(&c->d, &req));
+        return true;
+    }
+    return false;
+}
+
+/* Move buffered bytes into the pending item or drop them (swallow). */
+static bool
+conn_feed_block(struct conn *c)
+{
+    size_t avail = c->rlen - c->rpos;
+
+    if (c->state == CONN_DATA) {
+        size_t need = c->d.ndata - c->data_got;
+        size_t n = avail < need ? avail : need;
+        memcpy(c->d.data + c->data_got, c->rbuf + c->rpos, n);
+        c->rpos += n;
+        c->data_got += (uint32_t)n;
+        if (c->data_got < c->d.ndata) {
+            return false;
+        }
+        dispatch_data_done(&c->d);
+        c->state = CONN_CMD;
+        return true;
+    }
+    size_t n = avail < c->d.swallow ? avail : (size_t)c->d.swallow;
+    c->rpos += n;
+    c->d.swallow -= n;
+    if (c->d.swallow > 0) {
+        return false;
+    }
+    c->state = CONN_CMD;
+    return true;
+}
+
+static void
+conn_process(struct conn *c)
+{
+    long handled = 0;
+
+    while (c->state != CONN_CLOSING) {
+        if (evbuffer_get_length(c->d.out) > CONN_OUT_HIGH) {
+            /* Slow reader: stop taking input until output drains. */
+            event_del(c->ev_read);
+            c->read_paused = true;
+            break;
+        }
+        if (c->state == CONN_DATA && c->data_got == c->d.ndata) {
+            dispatch_data_done(&c->d);      /* filled by a direct read */
+            c->state = CONN_CMD;
+            continue;
+        }
+        if (c->rpos == c->rlen) {
+            break;
+        }
+        if (c->state != CONN_CMD) {
+            if (!conn_feed_block(c)) {
+                break;
+            }
+            continue;
+        }
+        if (handled >= settings.reqs_per_event) {
+            c->yielded = true;
+            STATS_INCR(c->stats, conn_yields);
+            event_active(c->ev_read, EV_READ, 0);
+            break;
+        }
+        if (!conn_parse_one(c)) {
+            break;
+        }
+        handled++;
+    }
+    if (c->rpos == c->rlen) {
+        c->rpos = c->rlen = 0;
+        if (c->rsize > CONN_RBUF_INIT) {
+            char *small = realloc(c->rbuf, CONN_RBUF_INIT);
+            if (small != NULL) {
+                c->rbuf = small;
+                c->rsize = CONN_RBUF_INIT;
+            }
+        }
+    }
+}
+
+/* --- writing ------------------------------------------------------------------------ */
+
+/* Write what we can; returns false if the connection was freed. */
+static bool
+conn_flush(struct conn *c)
+{
+    for (;;) {
+        if (evbuffer_get_length(c->d.out) > 0) {
+            int n = evbuffer_write(c->d.out, c->fd);
+            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                conn_free(c);
+                return false;
+            }
+            if (n > 0) {
+                STATS_ADD(c->stats, bytes_written, (uint64_t)n);
+            }
+        }
+        if (evbuffer_get_length(c->d.out) > 0) {
+            if (c->state == CONN_CLOSING) {
+                conn_free(c);       /* no waiting on a peer we are dropping */
+                return false;
+            }
+            event_add(c->ev_write, NULL);
+            return true;
+        }
+        event_del(c->ev_write);
+        if (c->state == CONN_CLOSING) {
+            conn_free(c);
+            return false;
+        }
+        if (!c->read_paused) {
+            return true;
+        }
+        /* Drained: resume input, and handle what is already buffered. */
+        c->read_paused = false;
+        event_add(c->ev_read, NULL);
+        conn_process(c);
+    }
+}
+
+static void
+conn_on_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->read_paused) {
+        return;
+    }
+    if (!c->yielded && conn_read(c) < 0) {
+        c->state = CONN_CLOSING;
+    } else {
+        c->yielded = false;
+        conn_process(c);
+    }
+    conn_flush(c);
+}
+
+static void
+conn_on_write(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_flush(arg);
+}

@@ -1,0 +1,154 @@
+/*
+ * worker.c -- worker threads: one event loop each, fed new sockets
+ * through a pipe (a 4-byte write of the fd is atomic on a pipe).
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "conn.h"
+#include "log.h"
+#include "stats.h"
+
+struct worker {
+    pthread_t            tid;
+    struct event_base   *base;
+    struct event        *notify_ev;
+    int                  notify_rd;
+    int                  notify_wr;
+    struct conn_list     conns;
+    struct stats_thread  stats;
+};
+
+static struct worker   *workers;
+static int              nworkers;
+static _Atomic unsigned next_worker;
+
+static void
+worker_on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+    int cfd;
+
+    (void)what;
+    while (read(fd, &cfd, sizeof(cfd)) == (ssize_t)sizeof(cfd)) {
+        if (conn_new(cfd, w->base, &w->stats, &w->conns) == NULL) {
+            log_error("failed to set up connection %d", cfd);
+            close(cfd);
+            stats_conn_close();
+        }
+    }
+}
+
+static void *
+worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    event_base_loop(w->base, 0);
+    return NULL;
+}
+
+static void
+worker_conns_stats(stats_emit_fn emit, void *ctx)
+{
+    for (int i = 0; i < nworkers; i++) {
+        conn_list_stats(&workers[i].conns, emit, ctx);
+    }
+}
+
+static int
+worker_init(struct worker *w)
+{
+    int fds[2];
+
+    pthread_mutex_init(&w->conns.lock, NULL);
+    w->base = event_base_new();
+    if (w->base == NULL || pipe(fds) != 0) {
+        return -1;
+    }
+    w->notify_rd = fds[0];
+    w->notify_wr = fds[1];
+    fcntl(w->notify_rd, F_SETFL, O_NONBLOCK);
+    w->notify_ev = event_new(w->base, w->notify_rd, EV_READ | EV_PERSIST,
+                             worker_on_notify, w);
+    if (w->notify_ev == NULL || event_add(w->notify_ev, NULL) != 0) {
+        return -1;
+    }
+    stats_register_thread(&w->stats);
+    return 0;
+}
+
+int
+worker_setup(int nthreads)
+{
+    workers = calloc((size_t)nthreads, sizeof(*workers));
+    if (workers == NULL) {
+        return -1;
+    }
+    nworkers = nthreads;
+    for (int i = 0; i < nthreads; i++) {
+        workers[i].notify_rd = workers[i].notify_wr = -1;
+        if (worker_init(&workers[i]) != 0) {
+            return -1;
+        }
+    }
+    stats_set_conns_provider(worker_conns_stats);
+    for (int i = 0; i < nthreads; i++) {
+        if (pthread_create(&workers[i].tid, NULL, worker_main, &workers[i]) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void
+worker_teardown(void)
+{
+    for (int i = 0; i < nworkers; i++) {
+        if (workers[i].base != NULL) {
+            event_base_loopbreak(workers[i].base);
+        }
+    }
+    for (int i = 0; i < nworkers; i++) {
+        struct worker *w = &workers[i];
+        if (w->tid != 0) {
+            pthread_join(w->tid, NULL);
+        }
+        conn_free_all(&w->conns);
+        if (w->notify_ev != NULL) {
+            event_free(w->notify_ev);
+        }
+        if (w->base != NULL) {
+            event_base_free(w->base);
+        }
+        if (w->notify_rd >= 0) {
+            close(w->notify_rd);
+            close(w->notify_wr);
+        }
+        pthread_mutex_destroy(&w->conns.lock);
+    }
+    free(workers);
+    workers = NULL;
+    nworkers = 0;
+}
+
+int
+worker_handoff(int fd)
+{
+    struct worker *w = &workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers];
+    ssize_t n;
+
+    do {
+        n = write(w->notify_wr, &fd, sizeof(fd));
+    } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(fd) ? 0 : -1;
+}

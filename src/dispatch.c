@@ -1,0 +1,453 @@
+/*
+ * dispatch.c -- map each parsed request onto storage and compose its
+ * answer (see dispatch.h). One function per command family; the table
+ * at the bottom routes commands to them.
+ */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "clock.h"
+#include "config.h"
+#include "evict.h"
+#include "item.h"
+#include "log.h"
+#include "settings.h"
+#include "slab.h"
+#include "stats.h"
+
+#define MEMLIMIT_MIN_MB 8
+
+static dispatch_shutdown_fn shutdown_hook;
+
+void
+dispatch_set_shutdown(dispatch_shutdown_fn fn)
+{
+    shutdown_hook = fn;
+}
+
+/* --- output helpers --------------------------------------------------------- */
+
+static void
+reply(struct dispatch_ctx *d, proto_rsp_t rsp)
+{
+    size_t len;
+    const char *s = proto_rsp_str(rsp, &len);
+
+    /* Static strings: referenced, never copied. */
+    evbuffer_add_reference(d->out, s, len, NULL, NULL);
+}
+
+static void
+reply_line(struct dispatch_ctx *d, const char *text)
+{
+    char buf[PROTO_LINE_MAX];
+    size_t n = proto_compose_line(buf, sizeof(buf), text);
+
+    evbuffer_add(d->out, buf, n);
+}
+
+static void
+release_ref(const void *data, size_t len, void *arg)
+{
+    (void)data;
+    (void)len;
+    item_release(arg);
+}
+
+/* Queue "VALUE ..." and the value itself, which keeps the reference. */
+static void
+reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
+{
+    char hdr[PROTO_VALUE_HDR_MAX];
+    size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), it->nkey,
+                                   it->flags, item_vlen(it), with_cas, it->cas);
+
+    evbuffer_add(d->out, hdr, n);
+    if (evbuffer_add_reference(d->out, item_value(it), it->nbytes,
+                               release_ref, it) != 0) {
+        item_release(it);
+    }
+}
+
+static void
+emit_stat(void *ctx, const char *name, const char *value)
+{
+    struct dispatch_ctx *d = ctx;
+    char buf[512];
+    size_t n = proto_compose_stat(buf, sizeof(buf), name, value);
+
+    if (n > 0) {
+        evbuffer_add(d->out, buf, n);
+    }
+}
+
+/* --- commands ------------------------------------------------------------------ */
+
+static dispatch_result_t
+do_get(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS;
+    bool with_cas = req->cmd == PROTO_CMD_GETS || req->cmd == PROTO_CMD_GATS;
+    rel_time_t exptime = touch ? clock_exptime(req->exptime) : 0;
+    const char *cursor = req->keys, *key;
+    size_t nkey;
+
+    while (proto_key_next(&cursor, req->keys_end, &key, &nkey)) {
+        item_miss_t miss;
+        struct item *it = item_get(key, nkey, touch, exptime, &miss);
+
+        STATS_INCR(d->stats, cmd_get);
+        if (touch) {
+            STATS_INCR(d->stats, cmd_touch);
+        }
+        if (it != NULL) {
+            if (touch) {
+                STATS_INCR(d->stats, touch_hits);
+            } else {
+                STATS_INCR(d->stats, get_hits);
+            }
+            reply_value(d, it, with_cas);
+            continue;
+        }
+        if (touch) {
+            STATS_INCR(d->stats, touch_misses);
+        } else {
+            STATS_INCR(d->stats, get_misses);
+        }
+        if (miss == ITEM_MISS_EXPIRED) {
+            STATS_INCR(d->stats, get_expired);
+        } else if (miss == ITEM_MISS_FLUSHED) {
+            STATS_INCR(d->stats, get_flushed);
+        }
+    }
+    reply(d, PROTO_RSP_END);
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_update(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    struct item *it;
+    item_status_t st;
+
+    STATS_INCR(d->stats, cmd_set);
+    st = item_alloc(req->key, req->nkey, req->flags,
+                    clock_exptime(req->exptime), req->vlen, &it);
+    if (st != ITEM_OK) {
+        if (!req->noreply) {
+            reply(d, st == ITEM_TOO_LARGE ? PROTO_RSP_TOO_LARGE : PROTO_RSP_OOM);
+        }
+        if (st == ITEM_TOO_LARGE) {
+            STATS_INCR(d->stats, store_too_large);
+        } else {
+            STATS_INCR(d->stats, store_no_memory);
+        }
+        /* As memcached: a failed set must not leave the old value behind. */
+        if (req->cmd == PROTO_CMD_SET) {
+            item_unlink_key(req->key, req->nkey);
+        }
+        d->swallow = (uint64_t)req->vlen + 2;
+        return DISPATCH_SWALLOW;
+    }
+    d->it = it;
+    d->data = item_value(it);
+    d->ndata = req->vlen + 2;
+    d->cmd = req->cmd;
+    d->cas = req->cas;
+    d->noreply = req->noreply;
+    return DISPATCH_NEED_DATA;
+}
+
+static item_store_op_t
+store_op(proto_cmd_t cmd)
+{
+    switch (cmd) {
+    case PROTO_CMD_ADD:     return ITEM_OP_ADD;
+    case PROTO_CMD_REPLACE: return ITEM_OP_REPLACE;
+    case PROTO_CMD_APPEND:  return ITEM_OP_APPEND;
+    case PROTO_CMD_PREPEND: return ITEM_OP_PREPEND;
+    case PROTO_CMD_CAS:     return ITEM_OP_CAS;
+    default:                return ITEM_OP_SET;
+    }
+}
+
+void
+dispatch_data_done(struct dispatch_ctx *d)
+{
+    struct item *it = d->it;
+    proto_rsp_t rsp;
+
+    d->it = NULL;
+    if (!proto_data_ok(d->data + d->ndata - 2)) {
+        rsp = PROTO_RSP_BAD_CHUNK;
+    } else {
+        item_status_t st = item_store(it, store_op(d->cmd), d->cas);
+        switch (st) {
+        case ITEM_OK:        rsp = PROTO_RSP_STORED; break;
+        case ITEM_EXISTS:    rsp = PROTO_RSP_EXISTS; break;
+        case ITEM_NOT_FOUND: rsp = PROTO_RSP_NOT_FOUND; break;
+        default:             rsp = PROTO_RSP_NOT_STORED; break;
+        }
+        if (d->cmd == PROTO_CMD_CAS) {
+            if (st == ITEM_OK) {
+                STATS_INCR(d->stats, cas_hits);
+            } else if (st == ITEM_EXISTS) {
+                STATS_INCR(d->stats, cas_badval);
+            } else if (st == ITEM_NOT_FOUND) {
+                STATS_INCR(d->stats, cas_misses);
+            }
+        }
+    }
+    item_release(it);
+    if (!d->noreply) {
+        reply(d, rsp);
+    }
+}
+
+void
+dispatch_abort(struct dispatch_ctx *d)
+{
+    if (d->it != NULL) {
+        item_release(d->it);
+        d->it = NULL;
+    }
+}
+
+static dispatch_result_t
+do_arith(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bool incr = req->cmd == PROTO_CMD_INCR;
+    uint64_t value = 0;
+    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value);
+
+    if (st == ITEM_NOT_FOUND) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_misses);
+        } else {
+            STATS_INCR(d->stats, decr_misses);
+        }
+    } else if (st == ITEM_OK) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_hits);
+        } else {
+            STATS_INCR(d->stats, decr_hits);
+        }
+    }
+    if (req->noreply) {
+        return DISPATCH_DONE;
+    }
+    switch (st) {
+    case ITEM_OK: {
+        char buf[32];
+        evbuffer_add(d->out, buf, proto_compose_uint(buf, sizeof(buf), value));
+        break;
+    }
+    case ITEM_NOT_FOUND:   reply(d, PROTO_RSP_NOT_FOUND); break;
+    case ITEM_NON_NUMERIC: reply(d, PROTO_RSP_NON_NUMERIC); break;
+    default:               reply(d, PROTO_RSP_INCR_OOM); break;
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_delete(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    item_status_t st = item_delete(req->key, req->nkey);
+
+    if (st == ITEM_OK) {
+        STATS_INCR(d->stats, delete_hits);
+    } else {
+        STATS_INCR(d->stats, delete_misses);
+    }
+    if (!req->noreply) {
+        reply(d, st == ITEM_OK ? PROTO_RSP_DELETED : PROTO_RSP_NOT_FOUND);
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_touch(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    item_status_t st = item_touch(req->key, req->nkey, clock_exptime(req->exptime));
+
+    STATS_INCR(d->stats, cmd_touch);
+    if (st == ITEM_OK) {
+        STATS_INCR(d->stats, touch_hits);
+    } else {
+        STATS_INCR(d->stats, touch_misses);
+    }
+    if (!req->noreply) {
+        reply(d, st == ITEM_OK ? PROTO_RSP_TOUCHED : PROTO_RSP_NOT_FOUND);
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    STATS_INCR(d->stats, cmd_flush);
+    item_flush(req->has_arg ? req->arg : 0);
+    if (!req->noreply) {
+        reply(d, PROTO_RSP_OK);
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_version(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    (void)req;
+    reply_line(d, "VERSION " SC_PROTOCOL_VERSION);
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (req->has_arg) {
+        log_set_level((int)req->arg);
+    }
+    if (!req->noreply) {
+        reply(d, PROTO_RSP_OK);
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_quit(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    (void)d;
+    (void)req;
+    return DISPATCH_CLOSE;
+}
+
+static dispatch_result_t
+do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    (void)req;
+    if (!settings.shutdown_ok || shutdown_hook == NULL) {
+        reply(d, PROTO_RSP_SHUTDOWN_DISABLED);
+        return DISPATCH_DONE;
+    }
+    shutdown_hook();
+    return DISPATCH_CLOSE;
+}
+
+static dispatch_result_t
+do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (req->arg < MEMLIMIT_MIN_MB) {
+        if (!req->noreply) {
+            reply_line(d, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+        }
+        return DISPATCH_DONE;
+    }
+    slab_set_limit((size_t)req->arg * 1024 * 1024);
+    if (!req->noreply) {
+        reply(d, PROTO_RSP_OK);
+    }
+    return DISPATCH_DONE;
+}
+
+static dispatch_result_t
+do_stats(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (req->nsub == 5 && memcmp(req->sub, "reset", 5) == 0) {
+        stats_reset();
+        reply(d, PROTO_RSP_RESET);
+        return DISPATCH_DONE;
+    }
+    stats_section_t section = stats_section(req->sub, req->nsub);
+    if (section == STATS_UNKNOWN) {
+        reply(d, PROTO_RSP_ERROR);
+        return DISPATCH_DONE;
+    }
+    stats_emit(section, emit_stat, d);
+    reply(d, PROTO_RSP_END);
+    return DISPATCH_DONE;
+}
+
+/* "config evict <list>": change the eviction stack at run time. */
+static dispatch_result_t
+do_config(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const char *p = req->sub, *end = req->sub + req->nsub;
+
+    if (req->nsub > 6 && memcmp(p, "evict ", 6) == 0) {
+        p += 6;
+        while (p < end && *p == ' ') {
+            p++;
+        }
+        if (evict_configure(p, (size_t)(end - p)) == 0) {
+            reply(d, PROTO_RSP_OK);
+        } else {
+            reply_line(d, "CLIENT_ERROR unknown eviction policy list");
+        }
+        return DISPATCH_DONE;
+    }
+    reply(d, PROTO_RSP_ERROR);
+    return DISPATCH_DONE;
+}
+
+typedef dispatch_result_t (*command_fn)(struct dispatch_ctx *,
+                                        const struct proto_req *);
+
+static command_fn
+command_handler(proto_cmd_t cmd)
+{
+    switch (cmd) {
+    case PROTO_CMD_GET:
+    case PROTO_CMD_GETS:
+    case PROTO_CMD_GAT:
+    case PROTO_CMD_GATS:           return do_get;
+    case PROTO_CMD_SET:
+    case PROTO_CMD_ADD:
+    case PROTO_CMD_REPLACE:
+    case PROTO_CMD_APPEND:
+    case PROTO_CMD_PREPEND:
+    case PROTO_CMD_CAS:            return do_update;
+    case PROTO_CMD_INCR:
+    case PROTO_CMD_DECR:           return do_arith;
+    case PROTO_CMD_DELETE:         return do_delete;
+    case PROTO_CMD_TOUCH:          return do_touch;
+    case PROTO_CMD_FLUSH_ALL:      return do_flush_all;
+    case PROTO_CMD_VERSION:        return do_version;
+    case PROTO_CMD_VERBOSITY:      return do_verbosity;
+    case PROTO_CMD_QUIT:           return do_quit;
+    case PROTO_CMD_SHUTDOWN:       return do_shutdown;
+    case PROTO_CMD_CACHE_MEMLIMIT: return do_memlimit;
+    case PROTO_CMD_STATS:          return do_stats;
+    case PROTO_CMD_CONFIG:         return do_config;
+    case PROTO_CMD_NONE:           break;
+    }
+    return NULL;
+}
+
+dispatch_result_t
+dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    command_fn fn = command_handler(req->cmd);
+
+    if (fn == NULL) {
+        reply(d, PROTO_RSP_ERROR);
+        return DISPATCH_DONE;
+    }
+    return fn(d, req);
+}
+
+dispatch_result_t
+dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (!req->noreply) {
+        reply_line(d, req->error);
+    }
+    if (req->swallow) {
+        d->swallow = (uint64_t)req->vlen + 2;
+        return DISPATCH_SWALLOW;
+    }
+    return DISPATCH_DONE;
+}

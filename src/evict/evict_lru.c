@@ -1,0 +1,19 @@
+/*
+ * evict_lru.c -- item LRU inside the requesting class (memcached's way):
+ * evict the least recently used unreferenced item of that class.
+ */
+#include "evict.h"
+#include "item.h"
+
+static evict_rstatus_t
+lru_evict(uint8_t cls)
+{
+    return item_lru_pull_tail(cls, true) > 0 ? EVICT_OK : EVICT_FAIL;
+}
+
+const struct evict_policy evict_policy_lru = {
+    .name = "lru",
+    .setup = NULL,
+    .teardown = NULL,
+    .evict = lru_evict,
+};

@@ -1,0 +1,214 @@
+/*
+ * main.c -- slabcache: a memcached-compatible cache with slab-level
+ * eviction. Glue only: parse settings, set up each module in dependency
+ * order, run the main loop (listener, clock, signals), tear down in
+ * reverse so sanitizer builds can prove nothing leaks.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "assoc.h"
+#include "clock.h"
+#include "config.h"
+#include "dispatch.h"
+#include "evict.h"
+#include "item.h"
+#include "listener.h"
+#include "log.h"
+#include "settings.h"
+#include "slab.h"
+#include "stats.h"
+#include "worker.h"
+
+static struct event_base *main_base;
+
+static void
+on_shutdown(void)
+{
+    event_base_loopbreak(main_base);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    (void)arg;
+    log_info("signal %d: shutting down", (int)sig);
+    event_base_loopbreak(main_base);
+}
+
+static void
+on_clock(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    clock_tick();
+}
+
+/* Each connection needs a descriptor: make room for -c of them. */
+static void
+raise_fd_limit(void)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)settings.max_conns + 64;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
+        rl.rlim_cur = want > rl.rlim_max ? rl.rlim_max : want;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int
+drop_privileges(void)
+{
+    if (settings.user == NULL || getuid() != 0) {
+        return 0;
+    }
+    struct passwd *pw = getpwnam(settings.user);
+    if (pw == NULL) {
+        fprintf(stderr, "slabcache: unknown user '%s'\n", settings.user);
+        return -1;
+    }
+    if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
+        fprintf(stderr, "slabcache: cannot become user '%s': %s\n",
+                settings.user, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void
+write_pidfile(void)
+{
+    FILE *f;
+
+    if (settings.pid_file == NULL) {
+        return;
+    }
+    f = fopen(settings.pid_file, "w");
+    if (f == NULL) {
+        log_error("cannot write pid file %s: %s", settings.pid_file, strerror(errno));
+        return;
+    }
+    fprintf(f, "%ld\n", (long)getpid());
+    fclose(f);
+}
+
+static int
+storage_setup(void)
+{
+    size_t hdr = item_total_size(0, 0) - 2;
+
+    if (slab_setup(settings.maxbytes, (size_t)settings.item_size_max,
+                   settings.factor, (size_t)settings.chunk_min, hdr) != SLAB_OK) {
+        fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n)\n");
+        return -1;
+    }
+    if (assoc_setup(settings.hashpower) != 0 || item_setup(!settings.cas_disabled) != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void
+storage_teardown(void)
+{
+    item_teardown();
+    assoc_teardown();
+    slab_teardown();
+}
+
+static int
+run(void)
+{
+    struct event *sigterm, *sigint, *tick;
+    struct timeval one_sec = { 1, 0 };
+
+    main_base = event_base_new();
+    if (main_base == NULL || listener_setup(main_base) != 0) {
+        fprintf(stderr, "slabcache: failed to listen (port %ld in use?)\n", settings.port);
+        return EXIT_FAILURE;
+    }
+    if (drop_privileges() != 0 || worker_setup((int)settings.threads) != 0) {
+        return EXIT_FAILURE;
+    }
+    dispatch_set_shutdown(on_shutdown);
+    sigterm = evsignal_new(main_base, SIGTERM, on_signal, NULL);
+    sigint = evsignal_new(main_base, SIGINT, on_signal, NULL);
+    tick = event_new(main_base, -1, EV_PERSIST, on_clock, NULL);
+    event_add(sigterm, NULL);
+    event_add(sigint, NULL);
+    event_add(tick, &one_sec);
+    write_pidfile();
+    log_info("slabcache %s listening on %s port %ld", PACKAGE_VERSION,
+             settings.socket_path ? settings.socket_path : settings.listen_addr,
+             settings.port);
+
+    event_base_dispatch(main_base);
+
+    listener_teardown();
+    worker_teardown();
+    event_free(sigterm);
+    event_free(sigint);
+    event_free(tick);
+    event_base_free(main_base);
+    if (settings.pid_file != NULL) {
+        unlink(settings.pid_file);
+    }
+    return EXIT_SUCCESS;
+}
+
+int
+main(int argc, char **argv)
+{
+    settings_defaults();
+    switch (settings_parse(argc, argv)) {
+    case SETTINGS_OK:
+        break;
+    case SETTINGS_EXIT_OK:
+        return EXIT_SUCCESS;
+    case SETTINGS_USAGE:
+        return EX_USAGE;
+    }
+    if (settings.no_evict) {
+        settings.eviction = "none";
+    }
+    log_set_level((int)settings.verbose);
+    clock_setup();
+    if (evict_setup(settings.eviction) != 0) {
+        fprintf(stderr, "slabcache: invalid value '%s' for --eviction: "
+                "expected a comma-separated list of lru, none\n", settings.eviction);
+        return EX_USAGE;
+    }
+    if (settings.daemonize && daemon(1, 0) != 0) {
+        fprintf(stderr, "slabcache: failed to daemonize: %s\n", strerror(errno));
+        return EXIT_FAILURE;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
+    evthread_use_pthreads();
+    if (storage_setup() != 0) {
+        return EXIT_FAILURE;
+    }
+    stats_setup(SC_PROTOCOL_VERSION, event_get_version());
+
+    int rc = run();
+
+    stats_teardown();
+    evict_teardown();
+    storage_teardown();
+    libevent_global_shutdown();
+    return rc;
+}

@@ -1,0 +1,310 @@
+/*
+ * stats.c -- sums per-thread counters and renders the `stats` sections as
+ * (name, value) pairs, in memcached's order and with memcached's names.
+ */
+#include "stats.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "assoc.h"
+#include "clock.h"
+#include "evict.h"
+#include "item.h"
+#include "settings.h"
+#include "slab.h"
+
+#define STATS_MAX_THREADS 128
+
+static struct stats_thread *threads[STATS_MAX_THREADS];
+static _Atomic size_t       nthreads;
+static pthread_mutex_t      register_lock = PTHREAD_MUTEX_INITIALIZER;
+static stats_conns_fn       conns_provider;
+static const char          *server_version;
+static const char          *libevent_version;
+static time_t               started;
+
+#define CONN_FIELD(name) static _Atomic uint64_t name;
+STATS_CONN_COUNTERS(CONN_FIELD)
+#undef CONN_FIELD
+
+static const struct {
+    const char     *name;
+    stats_section_t section;
+} section_names[] = {
+    { "", STATS_GENERAL },
+    { "settings", STATS_SETTINGS },
+    { "slabs", STATS_SLABS },
+    { "items", STATS_ITEMS },
+    { "sizes", STATS_SIZES },
+    { "conns", STATS_CONNS },
+};
+
+int
+stats_setup(const char *version, const char *libevent)
+{
+    server_version = version;
+    libevent_version = libevent;
+    started = time(NULL);
+    atomic_store(&nthreads, 0);
+    return 0;
+}
+
+void
+stats_teardown(void)
+{
+    atomic_store(&nthreads, 0);
+    conns_provider = NULL;
+}
+
+void
+stats_register_thread(struct stats_thread *st)
+{
+    pthread_mutex_lock(&register_lock);
+    size_t n = atomic_load(&nthreads);
+    if (n < STATS_MAX_THREADS) {
+        threads[n] = st;
+        atomic_store(&nthreads, n + 1);
+    }
+    pthread_mutex_unlock(&register_lock);
+}
+
+void
+stats_set_conns_provider(stats_conns_fn fn)
+{
+    conns_provider = fn;
+}
+
+void stats_conn_open(void)      { atomic_fetch_add(&curr_connections, 1);
+                                  atomic_fetch_add(&total_connections, 1); }
+void stats_conn_close(void)     { atomic_fetch_sub(&curr_connections, 1); }
+void stats_conn_rejected(void)  { atomic_fetch_add(&rejected_connections, 1); }
+void stats_conn_structure(void) { atomic_fetch_add(&connection_structures, 1); }
+uint64_t stats_curr_connections(void) { return atomic_load(&curr_connections); }
+
+stats_section_t
+stats_section(const char *name, size_t len)
+{
+    for (size_t i = 0; i < sizeof(section_names) / sizeof(section_names[0]); i++) {
+        if (strlen(section_names[i].name) == len &&
+            memcmp(section_names[i].name, name, len) == 0) {
+            return section_names[i].section;
+        }
+    }
+    return STATS_UNKNOWN;
+}
+
+/* --- helpers ----------------------------------------------------------------- */
+
+static void
+emit_u64(stats_emit_fn emit, void *ctx, const char *name, uint64_t v)
+{
+    char buf[24];
+
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+    emit(ctx, name, buf);
+}
+
+static void
+emit_str(stats_emit_fn emit, void *ctx, const char *name, const char *v)
+{
+    emit(ctx, name, v != NULL ? v : "NULL");
+}
+
+static void
+emit_class_u64(stats_emit_fn emit, void *ctx, const char *prefix, unsigned cls,
+               const char *name, uint64_t v)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), "%s%u:%s", prefix, cls, name);
+    emit_u64(emit, ctx, key, v);
+}
+
+static void
+emit_timeval(stats_emit_fn emit, void *ctx, const char *name, struct timeval tv)
+{
+    char buf[48];
+
+    snprintf(buf, sizeof(buf), "%ld.%06ld", (long)tv.tv_sec, (long)tv.tv_usec);
+    emit(ctx, name, buf);
+}
+
+static void
+sum_threads(struct stats_thread *out)
+{
+    size_t n = atomic_load(&nthreads);
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < n; i++) {
+#define SUM_FIELD(name) \
+        atomic_store(&out->name, atomic_load(&out->name) + atomic_load(&threads[i]->name));
+        STATS_THREAD_COUNTERS(SUM_FIELD)
+#undef SUM_FIELD
+    }
+}
+
+/* --- sections ------------------------------------------------------------------ */
+
+static void
+emit_general(stats_emit_fn emit, void *ctx)
+{
+    struct stats_thread t;
+    struct item_stats is;
+    struct rusage ru;
+    char buf[64];
+
+    sum_threads(&t);
+    item_get_stats(&is);
+    getrusage(RUSAGE_SELF, &ru);
+
+    emit_u64(emit, ctx, "pid", (uint64_t)getpid());
+    emit_u64(emit, ctx, "uptime", (uint64_t)(time(NULL) - started));
+    emit_u64(emit, ctx, "time", (uint64_t)time(NULL));
+    emit_str(emit, ctx, "version", server_version);
+    emit_str(emit, ctx, "libevent", libevent_version);
+    emit_u64(emit, ctx, "pointer_size", sizeof(void *) * 8);
+    emit_timeval(emit, ctx, "rusage_user", ru.ru_utime);
+    emit_timeval(emit, ctx, "rusage_system", ru.ru_stime);
+    emit_u64(emit, ctx, "max_connections", (uint64_t)settings.max_conns);
+#define EMIT_CONN(name) emit_u64(emit, ctx, #name, atomic_load(&name));
+    STATS_CONN_COUNTERS(EMIT_CONN)
+#undef EMIT_CONN
+#define EMIT_THREAD(name) emit_u64(emit, ctx, #name, atomic_load(&t.name));
+    STATS_THREAD_COUNTERS(EMIT_THREAD)
+#undef EMIT_THREAD
+    emit_u64(emit, ctx, "limit_maxbytes", slab_limit());
+    emit_u64(emit, ctx, "accepting_conns", 1);
+    emit_u64(emit, ctx, "threads", (uint64_t)settings.threads);
+    emit_u64(emit, ctx, "hash_buckets", assoc_buckets());
+    emit_u64(emit, ctx, "hash_bytes", assoc_buckets() * sizeof(void *));
+    emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
+    emit_u64(emit, ctx, "total_malloced", slab_malloced());
+    emit_u64(emit, ctx, "bytes", is.bytes);
+    emit_u64(emit, ctx, "curr_items", is.curr_items);
+    emit_u64(emit, ctx, "total_items", is.total_items);
+    emit_u64(emit, ctx, "expired_unfetched", is.expired_unfetched);
+    emit_u64(emit, ctx, "evicted_unfetched", is.evicted_unfetched);
+    emit_u64(emit, ctx, "evictions", is.evictions);
+    emit_u64(emit, ctx, "reclaimed", is.reclaimed);
+    evict_names(buf, sizeof(buf));
+    emit_str(emit, ctx, "evictions_policy", buf);
+}
+
+static void
+emit_settings(stats_emit_fn emit, void *ctx)
+{
+    char buf[EVICT_NAMES_MAX];
+
+    emit_u64(emit, ctx, "maxbytes", slab_limit());
+    emit_u64(emit, ctx, "maxconns", (uint64_t)settings.max_conns);
+    emit_u64(emit, ctx, "tcpport", (uint64_t)settings.port);
+    emit_u64(emit, ctx, "udpport", (uint64_t)settings.udp_port);
+    emit_str(emit, ctx, "inter", settings.listen_addr);
+    emit_u64(emit, ctx, "verbosity", (uint64_t)settings.verbose);
+    emit_u64(emit, ctx, "oldest", 0);
+    emit_str(emit, ctx, "evictions", settings.no_evict ? "off" : "on");
+    emit_str(emit, ctx, "domain_socket", settings.socket_path);
+    snprintf(buf, sizeof(buf), "%o", (unsigned)settings.socket_mask);
+    emit_str(emit, ctx, "umask", buf);
+    emit_str(emit, ctx, "shutdown_command", settings.shutdown_ok ? "yes" : "no");
+    snprintf(buf, sizeof(buf), "%.2f", settings.factor);
+    emit_str(emit, ctx, "growth_factor", buf);
+    emit_u64(emit, ctx, "chunk_size", (uint64_t)settings.chunk_min);
+    emit_u64(emit, ctx, "num_threads", (uint64_t)settings.threads);
+    emit_u64(emit, ctx, "reqs_per_event", (uint64_t)settings.reqs_per_event);
+    emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
+    emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
+    emit_str(emit, ctx, "binding_protocol", "ascii");
+    emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);
+    emit_u64(emit, ctx, "slab_page_size", slab_size());
+    emit_u64(emit, ctx, "hashpower_init", settings.hashpower);
+    emit_str(emit, ctx, "flush_enabled", "yes");
+    evict_names(buf, sizeof(buf));
+    emit_str(emit, ctx, "evictions_policy", buf);
+}
+
+static void
+emit_slabs(stats_emit_fn emit, void *ctx)
+{
+    uint64_t active = 0;
+
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct slab_class_stats s;
+        slab_class_stats(c, &s);
+        if (s.total_pages == 0) {
+            continue;
+        }
+        active++;
+        emit_class_u64(emit, ctx, "", c, "chunk_size", s.chunk_size);
+        emit_class_u64(emit, ctx, "", c, "chunks_per_page", s.chunks_per_page);
+        emit_class_u64(emit, ctx, "", c, "total_pages", s.total_pages);
+        emit_class_u64(emit, ctx, "", c, "total_chunks", s.total_chunks);
+        emit_class_u64(emit, ctx, "", c, "used_chunks", s.used_chunks);
+        emit_class_u64(emit, ctx, "", c, "free_chunks", s.free_chunks);
+        emit_class_u64(emit, ctx, "", c, "free_chunks_end", 0);
+    }
+    emit_u64(emit, ctx, "active_slabs", active);
+    emit_u64(emit, ctx, "total_malloced", slab_malloced());
+}
+
+static void
+emit_items(stats_emit_fn emit, void *ctx)
+{
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct item_class_stats s;
+        item_class_stats(c, &s);
+        if (s.number == 0 && s.evicted == 0 && s.outofmemory == 0) {
+            continue;
+        }
+        emit_class_u64(emit, ctx, "items:", c, "number", s.number);
+        emit_class_u64(emit, ctx, "items:", c, "age", s.age);
+        emit_class_u64(emit, ctx, "items:", c, "evicted", s.evicted);
+        emit_class_u64(emit, ctx, "items:", c, "evicted_nonzero", s.evicted_nonzero);
+        emit_class_u64(emit, ctx, "items:", c, "evicted_time", s.evicted_time);
+        emit_class_u64(emit, ctx, "items:", c, "outofmemory", s.outofmemory);
+        emit_class_u64(emit, ctx, "items:", c, "tailrepairs", 0);
+        emit_class_u64(emit, ctx, "items:", c, "reclaimed", s.reclaimed);
+        emit_class_u64(emit, ctx, "items:", c, "expired_unfetched", s.expired_unfetched);
+        emit_class_u64(emit, ctx, "items:", c, "evicted_unfetched", s.evicted_unfetched);
+    }
+}
+
+void
+stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx)
+{
+    switch (section) {
+    case STATS_GENERAL:  emit_general(emit, ctx); break;
+    case STATS_SETTINGS: emit_settings(emit, ctx); break;
+    case STATS_SLABS:    emit_slabs(emit, ctx); break;
+    case STATS_ITEMS:    emit_items(emit, ctx); break;
+    case STATS_SIZES:    emit_str(emit, ctx, "sizes_status", "disabled"); break;
+    case STATS_CONNS:
+        if (conns_provider != NULL) {
+            conns_provider(emit, ctx);
+        }
+        break;
+    case STATS_UNKNOWN:
+        break;
+    }
+}
+
+void
+stats_reset(void)
+{
+    size_t n = atomic_load(&nthreads);
+
+    for (size_t i = 0; i < n; i++) {
+#define ZERO_FIELD(name) atomic_store(&threads[i]->name, 0);
+        STATS_THREAD_COUNTERS(ZERO_FIELD)
+#undef ZERO_FIELD
+    }
+    atomic_store(&total_connections, 0);
+    atomic_store(&rejected_connections, 0);
+    item_reset_stats();
+}

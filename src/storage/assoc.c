@@ -1,0 +1,187 @@
+/*
+ * assoc.c -- partitioned chained hash table (see assoc.h for the why).
+ *
+ * Partition p holds the keys whose hash has p in its low bits; inside a
+ * partition the bucket is chosen by the next bits, so doubling a
+ * partition splits each chain in two without touching other partitions.
+ */
+#include "assoc.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "item.h"
+
+#define PART_BITS 10
+#define PART_MASK (ASSOC_PARTITIONS - 1)
+#define PART_MIN_POWER 4
+
+_Static_assert((1u << PART_BITS) == ASSOC_PARTITIONS, "partition bits");
+
+struct partition {
+    pthread_mutex_t lock;
+    struct item   **buckets;
+    uint32_t        power;      /* 2^power buckets */
+    uint32_t        count;
+} __attribute__((aligned(64)));
+
+static struct partition parts[ASSOC_PARTITIONS];
+static _Atomic uint64_t total_buckets;
+static _Atomic uint64_t expansions;
+
+static inline struct partition *
+part_of(uint32_t hv)
+{
+    return &parts[hv & PART_MASK];
+}
+
+static inline uint32_t
+bucket_of(const struct partition *p, uint32_t hv)
+{
+    return (hv >> PART_BITS) & ((1u << p->power) - 1);
+}
+
+int
+assoc_setup(uint32_t hashpower)
+{
+    uint32_t power = hashpower > PART_BITS + PART_MIN_POWER ?
+                     hashpower - PART_BITS : PART_MIN_POWER;
+
+    for (size_t i = 0; i < ASSOC_PARTITIONS; i++) {
+        struct partition *p = &parts[i];
+        pthread_mutex_init(&p->lock, NULL);
+        p->power = power;
+        p->count = 0;
+        p->buckets = calloc((size_t)1 << power, sizeof(*p->buckets));
+        if (p->buckets == NULL) {
+            return -1;
+        }
+    }
+    atomic_store(&total_buckets, (uint64_t)ASSOC_PARTITIONS << power);
+    return 0;
+}
+
+void
+assoc_teardown(void)
+{
+    for (size_t i = 0; i < ASSOC_PARTITIONS; i++) {
+        free(parts[i].buckets);
+        parts[i].buckets = NULL;
+        pthread_mutex_destroy(&parts[i].lock);
+    }
+}
+
+void
+assoc_lock(uint32_t hv)
+{
+    pthread_mutex_lock(&part_of(hv)->lock);
+}
+
+void
+assoc_unlock(uint32_t hv)
+{
+    pthread_mutex_unlock(&part_of(hv)->lock);
+}
+
+int
+assoc_trylock(uint32_t hv)
+{
+    return pthread_mutex_trylock(&part_of(hv)->lock);
+}
+
+struct item *
+assoc_find(const char *key, size_t nkey, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+
+    for (struct item *it = p->buckets[bucket_of(p, hv)]; it != NULL; it = it->h_next) {
+        if (it->nkey == nkey && memcmp(item_key(it), key, nkey) == 0) {
+            return it;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Double the partition's buckets. Runs under the partition lock; when
+ * calloc fails the table simply stays smaller (longer chains).
+ */
+static void
+partition_grow(struct partition *p)
+{
+    uint32_t old_n = 1u << p->power;
+    uint32_t new_power = p->power + 1;
+    struct item **nb;
+
+    if (new_power + PART_BITS > 32) {
+        return;                 /* hash bits exhausted */
+    }
+    nb = calloc((size_t)old_n * 2, sizeof(*nb));
+    if (nb == NULL) {
+        return;
+    }
+    for (uint32_t b = 0; b < old_n; b++) {
+        struct item *it = p->buckets[b];
+        while (it != NULL) {
+            struct item *next = it->h_next;
+            uint32_t hv = hash_key(item_key(it), it->nkey);
+            uint32_t nbk = (hv >> PART_BITS) & ((old_n * 2) - 1);
+            it->h_next = nb[nbk];
+            nb[nbk] = it;
+            it = next;
+        }
+    }
+    free(p->buckets);
+    p->buckets = nb;
+    p->power = new_power;
+    atomic_fetch_add(&total_buckets, old_n);
+    atomic_fetch_add(&expansions, 1);
+}
+
+void
+assoc_insert(struct item *it, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    uint32_t b = bucket_of(p, hv);
+
+    it->h_next = p->buckets[b];
+    p->buckets[b] = it;
+    p->count++;
+    if (p->count > (3u << p->power) / 2) {
+        partition_grow(p);
+    }
+}
+
+void
+assoc_delete(struct item *it, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    struct item **pp = &p->buckets[bucket_of(p, hv)];
+
+    while (*pp != NULL && *pp != it) {
+        pp = &(*pp)->h_next;
+    }
+    assert(*pp == it);
+    if (*pp == it) {
+        *pp = it->h_next;
+        it->h_next = NULL;
+        p->count--;
+    }
+}
+
+uint64_t
+assoc_buckets(void)
+{
+    return atomic_load(&total_buckets);
+}
+
+uint64_t
+assoc_expansions(void)
+{
+    return atomic_load(&expansions);
+}

@@ -1,0 +1,655 @@
+/*
+ * item.c -- items: allocation, linkage, per-class LRU, and memcached's
+ * store/get/delete/touch/arith/flush semantics (see item.h for the
+ * reference counting and lock order rules).
+ *
+ * Expired and flushed items are removed lazily: whoever finds one under
+ * its partition lock unlinks it. Allocation reclaims expired items at the
+ * LRU tail before it asks the eviction policies for memory.
+ */
+#include "item.h"
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "assoc.h"
+#include "evict.h"
+#include "hash.h"
+#include "slab.h"
+
+#define ALLOC_TRIES       8     /* evict/alloc rounds before giving up */
+#define LRU_SEARCH_DEPTH  5     /* tail items examined per pull */
+#define LRU_BUMP_INTERVAL 60    /* seconds between LRU bumps of an item */
+
+/* Per-class LRU and counters, guarded by that class's slab lock. */
+struct lru {
+    struct item *head;
+    struct item *tail;
+    uint64_t     number;
+    uint64_t     bytes;
+    uint64_t     total_items;
+    uint64_t     evicted;
+    uint64_t     evicted_nonzero;
+    uint64_t     evicted_time;
+    uint64_t     evicted_unfetched;
+    uint64_t     reclaimed;
+    uint64_t     expired_unfetched;
+    uint64_t     outofmemory;
+};
+
+static struct lru             lrus[SLAB_CLASS_MAX + 1];
+static bool                   cas_enabled;
+static _Atomic uint64_t       cas_seq;
+static _Atomic rel_time_t     oldest_live;
+static _Atomic uint64_t       oldest_cas;
+
+int
+item_setup(bool use_cas)
+{
+    memset(lrus, 0, sizeof(lrus));
+    cas_enabled = use_cas;
+    atomic_store(&cas_seq, 0);
+    atomic_store(&oldest_live, 0);
+    atomic_store(&oldest_cas, 0);
+    return 0;
+}
+
+void
+item_teardown(void)
+{
+    memset(lrus, 0, sizeof(lrus));
+}
+
+size_t
+item_total_size(size_t nkey, size_t vlen)
+{
+    return offsetof(struct item, data) + nkey + vlen + 2;
+}
+
+static inline uint32_t
+item_hash(struct item *it)
+{
+    return hash_key(item_key(it), it->nkey);
+}
+
+static inline size_t
+item_ntotal(const struct item *it)
+{
+    return offsetof(struct item, data) + it->nkey + it->nbytes;
+}
+
+/* memcached's item_is_flushed(): stored at or before the flush point. */
+static bool
+item_is_flushed(const struct item *it, rel_time_t now)
+{
+    rel_time_t live = atomic_load_explicit(&oldest_live, memory_order_relaxed);
+    uint64_t ocas = atomic_load_explicit(&oldest_cas, memory_order_relaxed);
+
+    if (live == 0 || live > now) {
+        return false;
+    }
+    return it->time <= live || (ocas != 0 && it->cas != 0 && it->cas < ocas);
+}
+
+static bool
+item_is_dead(const struct item *it, rel_time_t now)
+{
+    return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now);
+}
+
+/* --- LRU (class lock held) ------------------------------------------------ */
+
+static void
+lru_push_head(struct lru *l, struct item *it)
+{
+    it->prev = NULL;
+    it->next = l->head;
+    if (l->head != NULL) {
+        l->head->prev = it;
+    }
+    l->head = it;
+    if (l->tail == NULL) {
+        l->tail = it;
+    }
+}
+
+static void
+lru_remove(struct lru *l, struct item *it)
+{
+    if (it->prev != NULL) {
+        it->prev->next = it->next;
+    } else {
+        l->head = it->next;
+    }
+    if (it->next != NULL) {
+        it->next->prev = it->prev;
+    } else {
+        l->tail = it->prev;
+    }
+    it->prev = it->next = NULL;
+}
+
+/* --- link / unlink (partition lock held) ---------------------------------- */
+
+static void
+do_item_link(struct item *it, uint32_t hv)
+{
+    struct lru *l = &lrus[it->cls];
+
+    assert((it->iflags & (ITEM_LINKED | ITEM_FREE)) == 0);
+    it->iflags |= ITEM_LINKED;
+    it->time = clock_now();
+    it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
+    atomic_fetch_add(&it->refcount, 1);
+    assoc_insert(it, hv);
+
+    slab_lock(it->cls);
+    lru_push_head(l, it);
+    l->number++;
+    l->total_items++;
+    l->bytes += item_ntotal(it);
+    slab_unlock(it->cls);
+}
+
+/* Remove from hash and LRU. Caller must item_release() the link's ref. */
+static void
+do_item_unlink_nofree(struct item *it, uint32_t hv)
+{
+    struct lru *l = &lrus[it->cls];
+
+    assert(it->iflags & ITEM_LINKED);
+    it->iflags &= (uint8_t)~ITEM_LINKED;
+    assoc_delete(it, hv);
+
+    slab_lock(it->cls);
+    lru_remove(l, it);
+    l->number--;
+    l->bytes -= item_ntotal(it);
+    slab_unlock(it->cls);
+}
+
+static void
+do_item_unlink(struct item *it, uint32_t hv)
+{
+    do_item_unlink_nofree(it, hv);
+    item_release(it);
+}
+
+static void
+do_item_replace(struct item *old, struct item *it, uint32_t hv)
+{
+    do_item_unlink(old, hv);
+    do_item_link(it, hv);
+}
+
+void
+item_release(struct item *it)
+{
+    uint32_t prev = atomic_fetch_sub_explicit(&it->refcount, 1,
+                                              memory_order_acq_rel);
+    assert(prev > 0);
+    if (prev == 1) {
+        assert(!(it->iflags & ITEM_LINKED));
+        slab_free(it->cls, it->sid, it);
+    }
+}
+
+/* --- allocation ------------------------------------------------------------ */
+
+uint32_t
+item_lru_pull_tail(uint8_t cls, bool evict_live)
+{
+    struct lru *l = &lrus[cls];
+    rel_time_t now = clock_now();
+    uint32_t freed = 0;
+
+    slab_lock(cls);
+    struct item *search = l->tail;
+    for (int tries = LRU_SEARCH_DEPTH; tries > 0 && search != NULL; tries--) {
+        struct item *prev = search->prev;
+        /* A referenced item is being read or written: never reuse it. */
+        if (atomic_load(&search->refcount) != 1) {
+            search = prev;
+            continue;
+        }
+        uint32_t hv = item_hash(search);
+        if (assoc_trylock(hv) != 0) {
+            search = prev;
+            continue;
+        }
+        bool dead = item_is_dead(search, now);
+        if (atomic_load(&search->refcount) != 1 || (!dead && !evict_live)) {
+            assoc_unlock(hv);
+            search = prev;
+            continue;
+        }
+        search->iflags &= (uint8_t)~ITEM_LINKED;
+        assoc_delete(search, hv);
+        lru_remove(l, search);
+        l->number--;
+        l->bytes -= item_ntotal(search);
+        if (dead) {
+            l->reclaimed++;
+            if (!(search->iflags & ITEM_FETCHED)) {
+                l->expired_unfetched++;
+            }
+        } else {
+            l->evicted++;
+            l->evicted_time = now - search->time;
+            if (search->exptime != 0) {
+                l->evicted_nonzero++;
+            }
+            if (!(search->iflags & ITEM_FETCHED)) {
+                l->evicted_unfetched++;
+            }
+        }
+        atomic_store(&search->refcount, 0);
+        assoc_unlock(hv);
+        slab_free_locked(cls, search->sid, search);
+        freed++;
+        break;
+    }
+    slab_unlock(cls);
+    return freed;
+}
+
+item_status_t
+item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
+           uint32_t vlen, struct item **out)
+{
+    size_t total = item_total_size(nkey, vlen);
+    uint8_t cls = slab_clsid(total);
+    struct item *it = NULL;
+    uint32_t sid;
+
+    if (cls == 0 || nkey > UINT8_MAX) {
+        return ITEM_TOO_LARGE;
+    }
+    for (int tries = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
+        it = slab_alloc(cls, &sid);
+        if (it != NULL) {
+            break;
+        }
+        if (item_lru_pull_tail(cls, false) > 0) {
+            continue;
+        }
+        if (evict_run(cls) != EVICT_OK) {
+            break;
+        }
+    }
+    if (it == NULL) {
+        slab_lock(cls);
+        lrus[cls].outofmemory++;
+        slab_unlock(cls);
+        return ITEM_NO_MEMORY;
+    }
+    assert(it->cls == cls && it->sid == sid);
+    atomic_store(&it->refcount, 1);
+    it->h_next = it->prev = it->next = NULL;
+    it->iflags = 0;
+    it->nkey = (uint8_t)nkey;
+    it->nbytes = vlen + 2;
+    it->flags = flags;
+    it->exptime = exptime;
+    it->time = clock_now();
+    it->cas = 0;
+    memcpy(item_key(it), key, nkey);
+    *out = it;
+    return ITEM_OK;
+}
+
+/* --- lookups ----------------------------------------------------------------- */
+
+/* Find a live item under the partition lock; unlink it if it is dead. */
+static struct item *
+do_item_find_why(const char *key, size_t nkey, uint32_t hv, item_miss_t *miss)
+{
+    struct item *it = assoc_find(key, nkey, hv);
+    rel_time_t now = clock_now();
+
+    *miss = ITEM_MISS_NONE;
+    if (it == NULL) {
+        return NULL;
+    }
+    if (item_is_flushed(it, now)) {
+        *miss = ITEM_MISS_FLUSHED;
+    } else if (it->exptime != 0 && it->exptime <= now) {
+        *miss = ITEM_MISS_EXPIRED;
+    } else {
+        return it;
+    }
+    do_item_unlink(it, hv);
+    return NULL;
+}
+
+static struct item *
+do_item_find(const char *key, size_t nkey, uint32_t hv)
+{
+    item_miss_t miss;
+
+    return do_item_find_why(key, nkey, hv, &miss);
+}
+
+static void
+do_item_bump(struct item *it)
+{
+    rel_time_t now = clock_now();
+
+    if (it->time + LRU_BUMP_INTERVAL >= now) {
+        return;
+    }
+    slab_lock(it->cls);
+    if (it->iflags & ITEM_LINKED) {
+        lru_remove(&lrus[it->cls], it);
+        lru_push_head(&lrus[it->cls], it);
+        it->time = now;
+    }
+    slab_unlock(it->cls);
+}
+
+struct item *
+item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
+         item_miss_t *miss)
+{
+    uint32_t hv = hash_key(key, nkey);
+    struct item *it;
+    item_miss_t why;
+
+    assoc_lock(hv);
+    it = do_item_find_why(key, nkey, hv, miss != NULL ? miss : &why);
+    if (it != NULL) {
+        atomic_fetch_add(&it->refcount, 1);
+        it->iflags |= ITEM_FETCHED;
+        if (touch) {
+            it->exptime = exptime;
+        }
+        do_item_bump(it);
+    }
+    assoc_unlock(hv);
+    return it;
+}
+
+item_status_t
+item_touch(const char *key, size_t nkey, rel_time_t exptime)
+{
+    uint32_t hv = hash_key(key, nkey);
+    item_status_t st = ITEM_NOT_FOUND;
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it != NULL) {
+        it->exptime = exptime;
+        it->iflags |= ITEM_FETCHED;
+        do_item_bump(it);
+        st = ITEM_OK;
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+item_status_t
+item_delete(const char *key, size_t nkey)
+{
+    uint32_t hv = hash_key(key, nkey);
+    item_status_t st = ITEM_NOT_FOUND;
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it != NULL) {
+        do_item_unlink(it, hv);
+        st = ITEM_OK;
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+void
+item_unlink_key(const char *key, size_t nkey)
+{
+    (void)item_delete(key, nkey);
+}
+
+/* --- storage commands ----------------------------------------------------------- */
+
+/* append/prepend: a new item holding old and new values joined. */
+static item_status_t
+do_item_concat(struct item *old, struct item *it, bool append, uint32_t hv)
+{
+    uint32_t ovlen = item_vlen(old), nvlen = item_vlen(it);
+    struct item *joined;
+    item_status_t st;
+
+    if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
+        return ITEM_TOO_LARGE;
+    }
+    st = item_alloc(item_key(it), it->nkey, old->flags, old->exptime,
+                    ovlen + nvlen, &joined);
+    if (st != ITEM_OK) {
+        return st;
+    }
+    char *dst = item_value(joined);
+    if (append) {
+        memcpy(dst, item_value(old), ovlen);
+        memcpy(dst + ovlen, item_value(it), nvlen + 2);
+    } else {
+        memcpy(dst, item_value(it), nvlen);
+        memcpy(dst + nvlen, item_value(old), ovlen + 2);
+    }
+    do_item_replace(old, joined, hv);
+    item_release(joined);
+    return ITEM_OK;
+}
+
+item_status_t
+item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
+{
+    uint32_t hv = item_hash(it);
+    item_status_t st = ITEM_NOT_STORED;
+
+    assoc_lock(hv);
+    struct item *old = do_item_find(item_key(it), it->nkey, hv);
+    switch (op) {
+    case ITEM_OP_SET:
+        if (old != NULL) {
+            do_item_replace(old, it, hv);
+        } else {
+            do_item_link(it, hv);
+        }
+        st = ITEM_OK;
+        break;
+    case ITEM_OP_ADD:
+        if (old == NULL) {
+            do_item_link(it, hv);
+            st = ITEM_OK;
+        } else {
+            do_item_bump(old);
+        }
+        break;
+    case ITEM_OP_REPLACE:
+        if (old != NULL) {
+            do_item_replace(old, it, hv);
+            st = ITEM_OK;
+        }
+        break;
+    case ITEM_OP_APPEND:
+    case ITEM_OP_PREPEND:
+        if (old != NULL) {
+            st = do_item_concat(old, it, op == ITEM_OP_APPEND, hv);
+        }
+        break;
+    case ITEM_OP_CAS:
+        if (old == NULL) {
+            st = ITEM_NOT_FOUND;
+        } else if (old->cas == cas_in) {
+            do_item_replace(old, it, hv);
+            st = ITEM_OK;
+        } else {
+            st = ITEM_EXISTS;
+        }
+        break;
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+/*
+ * memcached's safe_strtoull over a value that ends in "\r\n": leading
+ * space and a sign are allowed, the digits must end at white space, and a
+ * '-' is only accepted when the result is zero.
+ */
+static bool
+parse_counter(const char *p, const char *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    bool neg = false;
+    const char *digits;
+
+    while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) {
+        p++;
+    }
+    if (p < end && (*p == '+' || *p == '-')) {
+        neg = *p == '-';
+        p++;
+    }
+    digits = p;
+    while (p < end && *p >= '0' && *p <= '9') {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+        p++;
+    }
+    if (p == digits || p == end) {
+        return false;
+    }
+    if (!(*p == ' ' || (*p >= '\t' && *p <= '\r'))) {
+        return false;
+    }
+    if (neg) {
+        v = (uint64_t)0 - v;
+        if ((int64_t)v < 0) {
+            return false;
+        }
+    }
+    *out = v;
+    return true;
+}
+
+item_status_t
+item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
+           uint64_t *result)
+{
+    uint32_t hv = hash_key(key, nkey);
+    item_status_t st = ITEM_OK;
+    char buf[24];
+    uint64_t value;
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it == NULL) {
+        assoc_unlock(hv);
+        return ITEM_NOT_FOUND;
+    }
+    char *val = item_value(it);
+    if (it->nbytes <= 2 || !parse_counter(val, val + it->nbytes, &value)) {
+        assoc_unlock(hv);
+        return ITEM_NON_NUMERIC;
+    }
+    if (incr) {
+        value += delta;
+    } else {
+        value = delta > value ? 0 : value - delta;
+    }
+    *result = value;
+    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
+
+    /* In place when nobody else holds it, padding with spaces as memcached. */
+    if ((uint32_t)len + 2 <= it->nbytes && atomic_load(&it->refcount) == 1) {
+        memcpy(val, buf, (size_t)len);
+        memset(val + len, ' ', it->nbytes - (uint32_t)len - 2);
+        it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
+        do_item_bump(it);
+    } else {
+        struct item *nit;
+        st = item_alloc(key, nkey, it->flags, it->exptime, (uint32_t)len, &nit);
+        if (st == ITEM_OK) {
+            memcpy(item_value(nit), buf, (size_t)len);
+            memcpy(item_value(nit) + len, "\r\n", 2);
+            do_item_replace(it, nit, hv);
+            item_release(nit);
+        }
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+void
+item_flush(int64_t delay)
+{
+    rel_time_t now = clock_now();
+    rel_time_t new_oldest = delay > 0 ? clock_exptime(delay) : now;
+
+    if (cas_enabled) {
+        atomic_store(&oldest_live, new_oldest - 1);
+        if (new_oldest - 1 <= now) {
+            atomic_store(&oldest_cas, atomic_load(&cas_seq) + 1);
+        }
+    } else {
+        atomic_store(&oldest_live, new_oldest);
+    }
+}
+
+/* --- stats ------------------------------------------------------------------------ */
+
+void
+item_get_stats(struct item_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        slab_lock(c);
+        out->curr_items += lrus[c].number;
+        out->total_items += lrus[c].total_items;
+        out->bytes += lrus[c].bytes;
+        out->evictions += lrus[c].evicted;
+        out->reclaimed += lrus[c].reclaimed;
+        out->expired_unfetched += lrus[c].expired_unfetched;
+        out->evicted_unfetched += lrus[c].evicted_unfetched;
+        slab_unlock(c);
+    }
+}
+
+void
+item_class_stats(uint8_t cls, struct item_class_stats *out)
+{
+    struct lru *l = &lrus[cls];
+
+    memset(out, 0, sizeof(*out));
+    slab_lock(cls);
+    out->number = l->number;
+    out->age = l->tail != NULL ? clock_now() - l->tail->time : 0;
+    out->evicted = l->evicted;
+    out->evicted_nonzero = l->evicted_nonzero;
+    out->evicted_time = l->evicted_time;
+    out->outofmemory = l->outofmemory;
+    out->reclaimed = l->reclaimed;
+    out->expired_unfetched = l->expired_unfetched;
+    out->evicted_unfetched = l->evicted_unfetched;
+    slab_unlock(cls);
+}
+
+void
+item_reset_stats(void)
+{
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        slab_lock(c);
+        lrus[c].total_items = 0;
+        lrus[c].evicted = lrus[c].evicted_nonzero = 0;
+        lrus[c].evicted_time = lrus[c].evicted_unfetched = 0;
+        lrus[c].reclaimed = lrus[c].expired_unfetched = 0;
+        lrus[c].outofmemory = 0;
+        slab_unlock(c);
+    }
+}

@@ -1,0 +1,66 @@
+/*
+ * clock.c -- coarse relative clock (see clock.h).
+ *
+ * rel 0 is two seconds before start so that a valid timestamp is never 0
+ * or 1: 0 means "never expires" and 1 means "already expired".
+ */
+#include "clock.h"
+
+#include <stdatomic.h>
+
+static time_t started;
+static _Atomic rel_time_t now_rel;
+
+void
+clock_setup(void)
+{
+    started = time(NULL) - 2;
+    clock_tick();
+}
+
+void
+clock_tick(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    atomic_store_explicit(&now_rel, (rel_time_t)(ts.tv_sec - started),
+                          memory_order_relaxed);
+}
+
+rel_time_t
+clock_now(void)
+{
+    return atomic_load_explicit(&now_rel, memory_order_relaxed);
+}
+
+time_t
+clock_started(void)
+{
+    return started;
+}
+
+time_t
+clock_unix(rel_time_t t)
+{
+    return started + (time_t)t;
+}
+
+rel_time_t
+clock_exptime(int64_t exptime)
+{
+    if (exptime == 0) {
+        return 0;
+    }
+    if (exptime < 0) {
+        return 1;               /* already expired, as memcached 1.6 */
+    }
+    if (exptime > CLOCK_MAXDELTA) {
+        if (exptime <= (int64_t)started) {
+            return 1;
+        }
+        int64_t rel = exptime - (int64_t)started;
+        return rel > UINT32_MAX ? UINT32_MAX : (rel_time_t)rel;
+    }
+    return (rel_time_t)exptime + clock_now();
+}
