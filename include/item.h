@@ -27,6 +27,7 @@
 #define ITEM_LINKED  0x01       /* in the hash table and LRU */
 #define ITEM_FREE    0x02       /* on its class free list */
 #define ITEM_FETCHED 0x04       /* read at least once since stored */
+#define ITEM_ACTIVE  0x08       /* read since it last reached the LRU tail */
 
 struct item {
     struct item       *h_next;  /* hash chain */

@@ -21,7 +21,7 @@
 
 #define ALLOC_TRIES       8     /* evict/alloc rounds before giving up */
 #define LRU_SEARCH_DEPTH  5     /* tail items examined per pull */
-#define LRU_BUMP_INTERVAL 60    /* seconds between LRU bumps of an item */
+#define LRU_RESCUE_MAX    32    /* active tail items given a second chance */
 
 /* Per-class LRU and counters, guarded by that class's slab lock. */
 struct lru {
@@ -198,54 +198,73 @@ item_release(struct item *it)
 
 /* --- allocation ------------------------------------------------------------ */
 
+/*
+ * Unlink a tail item we hold both locks for and give its chunk back to the
+ * class; account it as reclaimed (dead) or evicted (live).
+ */
+static void
+lru_drop_locked(struct lru *l, struct item *it, uint32_t hv, bool dead,
+                rel_time_t now)
+{
+    it->iflags &= (uint8_t)~ITEM_LINKED;
+    assoc_delete(it, hv);
+    lru_remove(l, it);
+    l->number--;
+    l->bytes -= item_ntotal(it);
+    if (dead) {
+        l->reclaimed++;
+        l->expired_unfetched += !(it->iflags & ITEM_FETCHED);
+    } else {
+        l->evicted++;
+        l->evicted_time = now - it->time;
+        l->evicted_nonzero += it->exptime != 0;
+        l->evicted_unfetched += !(it->iflags & ITEM_FETCHED);
+    }
+    atomic_store(&it->refcount, 0);
+}
+
+/*
+ * CLOCK-style second chance: a tail item read since it was last examined
+ * goes back to the head instead of out, so hot keys survive a stream of
+ * one-off sets without the get path ever taking the class lock. Rescues
+ * are bounded so a fully hot class still evicts.
+ */
 uint32_t
 item_lru_pull_tail(uint8_t cls, bool evict_live)
 {
     struct lru *l = &lrus[cls];
     rel_time_t now = clock_now();
     uint32_t freed = 0;
+    int tries = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
 
     slab_lock(cls);
     struct item *search = l->tail;
-    for (int tries = LRU_SEARCH_DEPTH; tries > 0 && search != NULL; tries--) {
+    while (tries > 0 && search != NULL) {
         struct item *prev = search->prev;
         /* A referenced item is being read or written: never reuse it. */
-        if (atomic_load(&search->refcount) != 1) {
-            search = prev;
-            continue;
-        }
         uint32_t hv = item_hash(search);
-        if (assoc_trylock(hv) != 0) {
+        if (atomic_load(&search->refcount) != 1 || assoc_trylock(hv) != 0) {
+            tries--;
             search = prev;
             continue;
         }
         bool dead = item_is_dead(search, now);
         if (atomic_load(&search->refcount) != 1 || (!dead && !evict_live)) {
             assoc_unlock(hv);
+            tries--;
             search = prev;
             continue;
         }
-        search->iflags &= (uint8_t)~ITEM_LINKED;
-        assoc_delete(search, hv);
-        lru_remove(l, search);
-        l->number--;
-        l->bytes -= item_ntotal(search);
-        if (dead) {
-            l->reclaimed++;
-            if (!(search->iflags & ITEM_FETCHED)) {
-                l->expired_unfetched++;
-            }
-        } else {
-            l->evicted++;
-            l->evicted_time = now - search->time;
-            if (search->exptime != 0) {
-                l->evicted_nonzero++;
-            }
-            if (!(search->iflags & ITEM_FETCHED)) {
-                l->evicted_unfetched++;
-            }
+        if (!dead && (search->iflags & ITEM_ACTIVE) && rescues > 0) {
+            search->iflags &= (uint8_t)~ITEM_ACTIVE;
+            lru_remove(l, search);
+            lru_push_head(l, search);
+            assoc_unlock(hv);
+            rescues--;
+            search = prev;
+            continue;
         }
-        atomic_store(&search->refcount, 0);
+        lru_drop_locked(l, search, hv, dead, now);
         assoc_unlock(hv);
         slab_free_locked(cls, search->sid, search);
         freed++;
@@ -332,21 +351,11 @@ do_item_find(const char *key, size_t nkey, uint32_t hv)
     return do_item_find_why(key, nkey, hv, &miss);
 }
 
-static void
+/* Mark as recently read; the LRU acts on it lazily (item_lru_pull_tail). */
+static inline void
 do_item_bump(struct item *it)
 {
-    rel_time_t now = clock_now();
-
-    if (it->time + LRU_BUMP_INTERVAL >= now) {
-        return;
-    }
-    slab_lock(it->cls);
-    if (it->iflags & ITEM_LINKED) {
-        lru_remove(&lrus[it->cls], it);
-        lru_push_head(&lrus[it->cls], it);
-        it->time = now;
-    }
-    slab_unlock(it->cls);
+    it->iflags |= ITEM_FETCHED | ITEM_ACTIVE;
 }
 
 struct item *
@@ -361,7 +370,6 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
     it = do_item_find_why(key, nkey, hv, miss != NULL ? miss : &why);
     if (it != NULL) {
         atomic_fetch_add(&it->refcount, 1);
-        it->iflags |= ITEM_FETCHED;
         if (touch) {
             it->exptime = exptime;
         }
@@ -381,7 +389,6 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime)
     struct item *it = do_item_find(key, nkey, hv);
     if (it != NULL) {
         it->exptime = exptime;
-        it->iflags |= ITEM_FETCHED;
         do_item_bump(it);
         st = ITEM_OK;
     }
@@ -464,7 +471,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
             do_item_link(it, hv);
             st = ITEM_OK;
         } else {
-            do_item_bump(old);
+            old->iflags |= ITEM_ACTIVE;     /* memcached bumps on a failed add */
         }
         break;
     case ITEM_OP_REPLACE:

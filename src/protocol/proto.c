@@ -1,0 +1,685 @@
+/*
+ * proto.c -- memcached ASCII protocol: request parsing, response composing.
+ *
+ * Clients are written against memcached's behaviour rather than against its
+ * documentation, so this module mimics memcached 1.6.18 down to its quirks:
+ * the 24-token tokenizer, strtol()-style numbers that accept "+5", "\t5" and
+ * "5\tjunk" and are then truncated to 32 bits, "noreply" detection on the
+ * last token even when the command is then rejected, the HTTP sniffing that
+ * closes the connection, and the exact error texts.
+ *
+ * The module is pure and allocation free: a request is parsed in place and
+ * every pointer in struct proto_req points into the caller's buffer. That
+ * keeps the hot path cheap and lets the unit tests drive every branch with
+ * plain strings.
+ *
+ * Reply suppression: memcached decides "noreply" before validating the rest
+ * of a line and then also swallows its own error reply. Hence on PROTO_ERROR
+ * req->noreply may be true, and the caller must then send nothing (but still
+ * honour req->swallow).
+ */
+#include "proto.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define MC_MAX_TOKENS 23  /* memcached's MAX_TOKENS (24) less its end marker */
+#define TOK_KEEP      8   /* "cas k f e n c noreply" is the longest we read */
+#define MC_SPACE_SKIP 100 /* leading spaces memcached tolerates on long gets */
+
+static const char ERR_ERROR[] = "ERROR";
+static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";
+static const char ERR_DELTA[] = "CLIENT_ERROR invalid numeric delta argument";
+static const char ERR_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
+static const char ERR_DELETE[] =
+    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+
+struct tok {
+    const char *p;
+    size_t n;
+};
+
+/* One request line, tokenized the way memcached's tokenize_command() does. */
+struct line {
+    const char *start;
+    const char *end;          /* excludes "\r\n" and anything after a NUL */
+    struct tok tok[TOK_KEEP];
+    size_t ntok;              /* capped at MC_MAX_TOKENS, like memcached */
+    struct tok last;          /* the token memcached checks for "noreply" */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Numbers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* isspace() in the C locale, without depending on the process locale. */
+static bool is_c_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+           c == '\r';
+}
+
+/*
+ * Accumulate decimal digits from s[*pos..n). Shared by the strict public
+ * parsers and the memcached-compatible ones so overflow is detected once.
+ * Returns false on overflow; *ndigits tells whether anything was read.
+ */
+static bool scan_digits(const char *s, size_t n, size_t *pos, uint64_t *out,
+                        size_t *ndigits) {
+    uint64_t v = 0;
+    size_t i = *pos;
+
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+        i++;
+    }
+    *ndigits = i - *pos;
+    *pos = i;
+    *out = v;
+    return true;
+}
+
+bool proto_parse_u64(const char *s, size_t n, uint64_t *out) {
+    size_t pos = 0, nd;
+    uint64_t v;
+
+    if (!scan_digits(s, n, &pos, &v, &nd) || nd == 0 || pos != n)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool proto_parse_i64(const char *s, size_t n, int64_t *out) {
+    bool neg = n > 0 && s[0] == '-';
+    uint64_t mag;
+
+    if (!proto_parse_u64(s + neg, n - neg, &mag))
+        return false;
+    if (neg) {
+        if (mag > (uint64_t)INT64_MAX + 1)
+            return false;
+        /* Negate in unsigned space: -(INT64_MIN) does not fit in int64_t. */
+        *out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
+    } else {
+        if (mag > (uint64_t)INT64_MAX)
+            return false;
+        *out = (int64_t)mag;
+    }
+    return true;
+}
+
+/*
+ * The shape strtol()/strtoul() accept inside memcached's safe_strto*():
+ * leading whitespace, an optional sign, at least one digit, then either the
+ * end of the token or whitespace (after which anything is ignored).
+ */
+static bool mc_scan(struct tok t, uint64_t *mag, bool *neg) {
+    size_t pos = 0, nd;
+
+    while (pos < t.n && is_c_space(t.p[pos]))
+        pos++;
+    *neg = false;
+    if (pos < t.n && (t.p[pos] == '+' || t.p[pos] == '-'))
+        *neg = t.p[pos++] == '-';
+    if (!scan_digits(t.p, t.n, &pos, mag, &nd) || nd == 0)
+        return false;               /* ERANGE, or no digits at all */
+    return pos == t.n || is_c_space(t.p[pos]);
+}
+
+/* memcached's safe_strtoull(): strtoull() wraps "-N"; reject if it shows. */
+static bool mc_strtoull(struct tok t, uint64_t *out) {
+    uint64_t mag, v;
+    bool neg;
+
+    if (!mc_scan(t, &mag, &neg))
+        return false;
+    v = neg ? 0 - mag : mag;
+    if (neg && (v >> 63))
+        return false;
+    *out = v;
+    return true;
+}
+
+/* safe_strtoul(): the same 64-bit check, then silently cut to 32 bits. */
+static bool mc_strtoul(struct tok t, uint32_t *out) {
+    uint64_t v;
+
+    if (!mc_strtoull(t, &v))
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+/* Two's complement narrowing without implementation-defined conversions. */
+static int32_t to_int32(uint64_t v) {
+    uint32_t u = (uint32_t)v;
+    return u <= INT32_MAX ? (int32_t)u : -(int32_t)(UINT32_MAX - u) - 1;
+}
+
+/* safe_strtol(): range checked as a 64-bit long, then cut to int32_t. */
+static bool mc_strtol(struct tok t, int32_t *out) {
+    uint64_t mag;
+    bool neg;
+
+    if (!mc_scan(t, &mag, &neg))
+        return false;
+    if (mag > (uint64_t)INT64_MAX + neg)
+        return false;
+    *out = to_int32(neg ? 0 - mag : mag);
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lines and tokens                                                          */
+/* ------------------------------------------------------------------------ */
+
+static bool tok_is(struct tok t, const char *s) {
+    size_t n = strlen(s);
+    return t.n == n && memcmp(t.p, s, n) == 0;
+}
+
+static bool starts_with(const char *p, const char *end, const char *s) {
+    size_t n = strlen(s);
+    return (size_t)(end - p) >= n && memcmp(p, s, n) == 0;
+}
+
+/*
+ * No newline yet. memcached only keeps buffering past PROTO_LINE_MAX for
+ * get/gets (multigets are legitimately long); anything else is junk or an
+ * attack, and the connection is dropped.
+ */
+static proto_status_t incomplete_line(const char *buf, size_t len) {
+    const char *p = buf, *end = buf + len;
+
+    if (len <= PROTO_LINE_MAX)
+        return PROTO_AGAIN;
+    while (p < end && *p == ' ')
+        p++;
+    if (p - buf > MC_SPACE_SKIP)
+        return PROTO_CLOSE;
+    if (!starts_with(p, end, "get ") && !starts_with(p, end, "gets "))
+        return PROTO_CLOSE;
+    /* A get line, "\n" included, must fit in PROTO_GETLINE_MAX bytes. */
+    return len < PROTO_GETLINE_MAX ? PROTO_AGAIN : PROTO_CLOSE;
+}
+
+/* Split on ' ' only, keeping at most MC_MAX_TOKENS like memcached does. */
+static void tokenize(struct line *ln) {
+    const char *p = ln->start;
+
+    ln->ntok = 0;
+    while (ln->ntok < MC_MAX_TOKENS) {
+        const char *s;
+        struct tok t;
+
+        while (p < ln->end && *p == ' ')
+            p++;
+        if (p == ln->end)
+            break;
+        s = p;
+        while (p < ln->end && *p != ' ')
+            p++;
+        t.p = s;
+        t.n = (size_t)(p - s);
+        if (ln->ntok < TOK_KEEP)
+            ln->tok[ln->ntok] = t;
+        ln->last = t;
+        ln->ntok++;
+    }
+}
+
+/* Everything after the command token, without surrounding spaces. */
+static void rest_of_line(const struct line *ln, const char **sub,
+                         size_t *nsub) {
+    const char *p = ln->tok[0].p + ln->tok[0].n, *end = ln->end;
+
+    while (p < end && *p == ' ')
+        p++;
+    while (end > p && end[-1] == ' ')
+        end--;
+    *sub = p;
+    *nsub = (size_t)(end - p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Commands                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static proto_status_t fail(struct proto_req *req, const char *msg) {
+    req->error = msg;
+    return PROTO_ERROR;
+}
+
+/* memcached's set_noreply_maybe(): only the last token counts. */
+static void noreply_maybe(const struct line *ln, struct proto_req *req) {
+    if (tok_is(ln->last, "noreply"))
+        req->noreply = true;
+}
+
+static bool key_ok(struct tok t) {
+    return t.n <= PROTO_KEY_MAX;
+}
+
+static void set_key(struct proto_req *req, struct tok t) {
+    req->key = t.p;
+    req->nkey = t.n;
+}
+
+/* The length field, judged exactly as process_update_command() does. */
+static bool storage_vlen(struct tok t, uint32_t *vlen) {
+    int32_t v;
+
+    if (!mc_strtol(t, &v) || v < 0 || v > INT32_MAX - 2)
+        return false;
+    *vlen = (uint32_t)v;
+    return true;
+}
+
+/*
+ * set/add/replace/append/prepend/cas. Whenever the length is usable the
+ * data block is swallowed on error: otherwise client payload would be
+ * executed as commands, which memcached does but we refuse to.
+ */
+static proto_status_t parse_storage(const struct line *ln,
+                                    struct proto_req *req) {
+    bool is_cas = req->cmd == PROTO_CMD_CAS;
+    size_t ntok = is_cas ? 6 : 5;  /* command token included */
+    int32_t exptime = 0;
+    bool ok;
+
+    if (ln->ntok != ntok && ln->ntok != ntok + 1)
+        return fail(req, ERR_ERROR);
+    noreply_maybe(ln, req);
+    set_key(req, ln->tok[1]);
+
+    req->swallow = storage_vlen(ln->tok[4], &req->vlen);
+    ok = key_ok(ln->tok[1]) && mc_strtoul(ln->tok[2], &req->flags) &&
+         mc_strtol(ln->tok[3], &exptime) && req->swallow &&
+         (!is_cas || mc_strtoull(ln->tok[5], &req->cas));
+    req->exptime = exptime;
+    if (!ok)
+        return fail(req, ERR_FORMAT);
+    req->swallow = false;
+    return PROTO_OK;
+}
+
+/* Validate every key up front: memcached rejects the whole multiget. */
+static proto_status_t set_keys(const char *from, const char *end,
+                               struct proto_req *req) {
+    const char *cur = from, *k;
+    size_t nk;
+
+    req->keys = from;
+    req->keys_end = end;
+    while (proto_key_next(&cur, end, &k, &nk)) {
+        if (req->key == NULL)
+            set_key(req, (struct tok){k, nk});
+        if (nk > PROTO_KEY_MAX)
+            return fail(req, ERR_FORMAT);
+    }
+    return PROTO_OK;
+}
+
+static proto_status_t parse_get(const struct line *ln, struct proto_req *req) {
+    struct tok t1 = ln->tok[1];
+    int32_t exptime;
+
+    if (ln->ntok < 2)
+        return fail(req, ERR_ERROR);
+    if (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS)
+        return set_keys(t1.p, ln->end, req);
+    if (!mc_strtol(t1, &exptime))
+        return fail(req, ERR_EXPTIME);
+    req->exptime = exptime;
+    /* "gat 0" with no keys is legal and answers a bare "END". */
+    return set_keys(t1.p + t1.n, ln->end, req);
+}
+
+static proto_status_t parse_arith(const struct line *ln,
+                                  struct proto_req *req) {
+    if (ln->ntok != 3 && ln->ntok != 4)
+        return fail(req, ERR_ERROR);
+    noreply_maybe(ln, req);
+    set_key(req, ln->tok[1]);
+    if (!key_ok(ln->tok[1]))
+        return fail(req, ERR_FORMAT);
+    if (!mc_strtoull(ln->tok[2], &req->delta))
+        return fail(req, ERR_DELTA);
+    return PROTO_OK;
+}
+
+static proto_status_t parse_touch(const struct line *ln,
+                                  struct proto_req *req) {
+    int32_t exptime;
+
+    if (ln->ntok != 3 && ln->ntok != 4)
+        return fail(req, ERR_ERROR);
+    noreply_maybe(ln, req);
+    set_key(req, ln->tok[1]);
+    if (!key_ok(ln->tok[1]))
+        return fail(req, ERR_FORMAT);
+    if (!mc_strtol(ln->tok[2], &exptime))
+        return fail(req, ERR_EXPTIME);
+    req->exptime = exptime;
+    return PROTO_OK;
+}
+
+/*
+ * "delete <key> [0] [noreply]": the hold time is a relic and only "0" is
+ * still tolerated. noreply is looked at only when extra tokens exist, so
+ * "delete noreply" deletes the key "noreply".
+ */
+static proto_status_t parse_delete(const struct line *ln,
+                                   struct proto_req *req) {
+    if (ln->ntok < 2 || ln->ntok > 4)
+        return fail(req, ERR_ERROR);
+    if (ln->ntok > 2) {
+        bool hold_zero = tok_is(ln->tok[2], "0");
+        bool valid;
+
+        noreply_maybe(ln, req);
+        valid = (ln->ntok == 3 && (hold_zero || req->noreply)) ||
+                (ln->ntok == 4 && hold_zero && req->noreply);
+        if (!valid)
+            return fail(req, ERR_DELETE);
+    }
+    set_key(req, ln->tok[1]);
+    if (!key_ok(ln->tok[1]))
+        return fail(req, ERR_FORMAT);
+    return PROTO_OK;
+}
+
+/* The delay is parsed only when an argument other than noreply is there. */
+static proto_status_t parse_flush_all(const struct line *ln,
+                                      struct proto_req *req) {
+    int32_t delay;
+
+    if (ln->ntok > 3)
+        return fail(req, ERR_ERROR);
+    noreply_maybe(ln, req);
+    if (ln->ntok == (req->noreply ? 2u : 1u))
+        return PROTO_OK;
+    if (!mc_strtol(ln->tok[1], &delay))
+        return fail(req, ERR_EXPTIME);
+    req->arg = delay;
+    req->has_arg = true;
+    return PROTO_OK;
+}
+
+/* verbosity and cache_memlimit differ only in their error text. */
+static proto_status_t parse_u32_arg(const struct line *ln,
+                                    struct proto_req *req, const char *err) {
+    uint32_t v;
+
+    if (ln->ntok != 2 && ln->ntok != 3)
+        return fail(req, ERR_ERROR);
+    noreply_maybe(ln, req);
+    if (!mc_strtoul(ln->tok[1], &v))
+        return fail(req, err);
+    req->arg = v;
+    req->has_arg = true;
+    return PROTO_OK;
+}
+
+static proto_status_t parse_verbosity(const struct line *ln,
+                                      struct proto_req *req) {
+    return parse_u32_arg(ln, req, ERR_FORMAT);
+}
+
+static proto_status_t parse_memlimit(const struct line *ln,
+                                     struct proto_req *req) {
+    return parse_u32_arg(ln, req, ERR_ERROR);
+}
+
+/* Arguments are the caller's business (stats subcommands, shutdown mode). */
+static proto_status_t parse_rest(const struct line *ln,
+                                 struct proto_req *req) {
+    rest_of_line(ln, &req->sub, &req->nsub);
+    return PROTO_OK;
+}
+
+/* version and quit ignore any arguments. */
+static proto_status_t parse_bare(const struct line *ln,
+                                 struct proto_req *req) {
+    (void)ln;
+    (void)req;
+    return PROTO_OK;
+}
+
+typedef proto_status_t (*parse_fn)(const struct line *, struct proto_req *);
+
+static const struct {
+    const char *name;
+    proto_cmd_t cmd;
+    parse_fn parse;
+} commands[] = {
+    {"get", PROTO_CMD_GET, parse_get},
+    {"gets", PROTO_CMD_GETS, parse_get},
+    {"gat", PROTO_CMD_GAT, parse_get},
+    {"gats", PROTO_CMD_GATS, parse_get},
+    {"bget", PROTO_CMD_GET, parse_get},     /* ancient alias still served */
+    {"set", PROTO_CMD_SET, parse_storage},
+    {"add", PROTO_CMD_ADD, parse_storage},
+    {"replace", PROTO_CMD_REPLACE, parse_storage},
+    {"append", PROTO_CMD_APPEND, parse_storage},
+    {"prepend", PROTO_CMD_PREPEND, parse_storage},
+    {"cas", PROTO_CMD_CAS, parse_storage},
+    {"touch", PROTO_CMD_TOUCH, parse_touch},
+    {"delete", PROTO_CMD_DELETE, parse_delete},
+    {"incr", PROTO_CMD_INCR, parse_arith},
+    {"decr", PROTO_CMD_DECR, parse_arith},
+    {"flush_all", PROTO_CMD_FLUSH_ALL, parse_flush_all},
+    {"version", PROTO_CMD_VERSION, parse_bare},
+    {"verbosity", PROTO_CMD_VERBOSITY, parse_verbosity},
+    {"quit", PROTO_CMD_QUIT, parse_bare},
+    {"shutdown", PROTO_CMD_SHUTDOWN, parse_rest},
+    {"cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT, parse_memlimit},
+    {"stats", PROTO_CMD_STATS, parse_rest},
+    {"config", PROTO_CMD_CONFIG, parse_rest},
+};
+
+/*
+ * memcached closes the connection when an unknown command's last token
+ * starts with "HTTP/", so a stray browser does not get a stream of ERRORs.
+ * Commands whose first letter has its own dispatch branch in memcached
+ * (and two-letter meta commands) never reach that check.
+ */
+static bool looks_like_http(const struct line *ln) {
+    struct tok cmd = ln->tok[0];
+
+    if (strchr("gsacidt", cmd.p[0]) != NULL)
+        return false;
+    if (cmd.p[0] == 'm' && cmd.n == 2)
+        return false;
+    return starts_with(ln->last.p, ln->last.p + ln->last.n, "HTTP/");
+}
+
+static proto_status_t dispatch(const struct line *ln, struct proto_req *req) {
+    size_t i;
+
+    /* No memcached command is shorter than two bytes. */
+    if (ln->ntok == 0 || ln->tok[0].n < 2)
+        return fail(req, ERR_ERROR);
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (tok_is(ln->tok[0], commands[i].name)) {
+            req->cmd = commands[i].cmd;
+            return commands[i].parse(ln, req);
+        }
+    }
+    if (looks_like_http(ln))
+        return PROTO_CLOSE;
+    return fail(req, ERR_ERROR);
+}
+
+proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
+                           size_t *consumed) {
+    const char *nl = memchr(buf, '\n', len);
+    const char *nul;
+    struct line ln;
+
+    memset(req, 0, sizeof(*req));
+    *consumed = 0;
+    if (nl == NULL)
+        return incomplete_line(buf, len);
+    *consumed = (size_t)(nl - buf) + 1;
+
+    ln.start = buf;
+    ln.end = nl;
+    /* memcached strips "\r" only when something precedes it. */
+    if (nl - buf > 1 && nl[-1] == '\r')
+        ln.end--;
+    /* It then treats the line as a C string: a NUL ends it early. */
+    nul = memchr(buf, '\0', (size_t)(ln.end - buf));
+    if (nul != NULL)
+        ln.end = nul;
+
+    tokenize(&ln);
+    return dispatch(&ln, req);
+}
+
+bool proto_key_next(const char **cursor, const char *end, const char **key,
+                    size_t *nkey) {
+    const char *p = *cursor;
+
+    while (p < end && *p == ' ')
+        p++;
+    if (p == end) {
+        *cursor = p;
+        return false;
+    }
+    *key = p;
+    while (p < end && *p != ' ')
+        p++;
+    *nkey = (size_t)(p - *key);
+    *cursor = p;
+    return true;
+}
+
+bool proto_data_ok(const char *data_tail2) {
+    return data_tail2[0] == '\r' && data_tail2[1] == '\n';
+}
+
+/* ------------------------------------------------------------------------ */
+/* Responses                                                                 */
+/* ------------------------------------------------------------------------ */
+
+#define RSP(s) {s "\r\n", sizeof(s "\r\n") - 1}
+
+static const struct {
+    const char *str;
+    size_t len;
+} rsp_table[PROTO_RSP_MAX] = {
+    [PROTO_RSP_STORED] = RSP("STORED"),
+    [PROTO_RSP_NOT_STORED] = RSP("NOT_STORED"),
+    [PROTO_RSP_EXISTS] = RSP("EXISTS"),
+    [PROTO_RSP_NOT_FOUND] = RSP("NOT_FOUND"),
+    [PROTO_RSP_DELETED] = RSP("DELETED"),
+    [PROTO_RSP_TOUCHED] = RSP("TOUCHED"),
+    [PROTO_RSP_END] = RSP("END"),
+    [PROTO_RSP_OK] = RSP("OK"),
+    [PROTO_RSP_ERROR] = RSP("ERROR"),
+    [PROTO_RSP_RESET] = RSP("RESET"),
+    [PROTO_RSP_BAD_CHUNK] = RSP("CLIENT_ERROR bad data chunk"),
+    [PROTO_RSP_BAD_FORMAT] = RSP("CLIENT_ERROR bad command line format"),
+    [PROTO_RSP_TOO_LARGE] = RSP("SERVER_ERROR object too large for cache"),
+    [PROTO_RSP_OOM] = RSP("SERVER_ERROR out of memory storing object"),
+    [PROTO_RSP_NON_NUMERIC] =
+        RSP("CLIENT_ERROR cannot increment or decrement non-numeric value"),
+    [PROTO_RSP_INCR_OOM] = RSP("SERVER_ERROR out of memory"),
+    [PROTO_RSP_TOO_MANY_CONNS] = RSP("ERROR Too many open connections"),
+    [PROTO_RSP_SHUTDOWN_DISABLED] = RSP("ERROR: shutdown not enabled"),
+};
+
+const char *proto_rsp_str(proto_rsp_t rsp, size_t *len) {
+    if ((unsigned)rsp >= PROTO_RSP_MAX) {
+        *len = 0;
+        return NULL;
+    }
+    *len = rsp_table[rsp].len;
+    return rsp_table[rsp].str;
+}
+
+/*
+ * A bounded writer: every append checks the remaining room, and a single
+ * overflow poisons the whole composition so callers just test for 0.
+ */
+struct out {
+    char *buf;
+    size_t cap;
+    size_t len;
+    bool overflow;
+};
+
+static void out_mem(struct out *o, const char *s, size_t n) {
+    if (o->overflow || o->cap - o->len < n) {
+        o->overflow = true;
+        return;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+}
+
+static void out_str(struct out *o, const char *s) {
+    out_mem(o, s, strlen(s));
+}
+
+static void out_u64(struct out *o, uint64_t v) {
+    char tmp[20];
+    size_t i = sizeof(tmp);
+
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    out_mem(o, tmp + i, sizeof(tmp) - i);
+}
+
+static size_t out_done(struct out *o) {
+    out_mem(o, "\r\n", 2);
+    return o->overflow ? 0 : o->len;
+}
+
+size_t proto_compose_value(char *buf, size_t cap, const char *key, size_t nkey,
+                           uint32_t flags, uint32_t vlen, bool with_cas,
+                           uint64_t cas) {
+    struct out o = {buf, cap, 0, false};
+
+    out_mem(&o, "VALUE ", 6);
+    out_mem(&o, key, nkey);
+    out_mem(&o, " ", 1);
+    out_u64(&o, flags);
+    out_mem(&o, " ", 1);
+    out_u64(&o, vlen);
+    if (with_cas) {
+        out_mem(&o, " ", 1);
+        out_u64(&o, cas);
+    }
+    return out_done(&o);
+}
+
+size_t proto_compose_uint(char *buf, size_t cap, uint64_t v) {
+    struct out o = {buf, cap, 0, false};
+
+    out_u64(&o, v);
+    return out_done(&o);
+}
+
+size_t proto_compose_stat(char *buf, size_t cap, const char *name,
+                          const char *value) {
+    struct out o = {buf, cap, 0, false};
+
+    out_mem(&o, "STAT ", 5);
+    out_str(&o, name);
+    out_mem(&o, " ", 1);
+    out_str(&o, value);
+    return out_done(&o);
+}
+
+size_t proto_compose_line(char *buf, size_t cap, const char *text) {
+    struct out o = {buf, cap, 0, false};
+
+    out_str(&o, text);
+    return out_done(&o);
+}
