@@ -375,21 +375,22 @@ do_stats(struct dispatch_ctx *d, const struct proto_req *req)
 static dispatch_result_t
 do_config(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    const char *p = req->sub, *end = req->sub + req->nsub;
+    const char *cursor = req->sub, *end = req->sub + req->nsub;
+    const char *name, *list;
+    size_t nname, nlist;
 
-    if (req->nsub > 6 && memcmp(p, "evict ", 6) == 0) {
-        p += 6;
-        while (p < end && *p == ' ') {
-            p++;
-        }
-        if (evict_configure(p, (size_t)(end - p)) == 0) {
-            reply(d, PROTO_RSP_OK);
-        } else {
-            reply_line(d, "CLIENT_ERROR unknown eviction policy list");
-        }
+    if (!proto_key_next(&cursor, end, &name, &nname) ||
+        nname != 5 || memcmp(name, "evict", 5) != 0) {
+        reply(d, PROTO_RSP_ERROR);
         return DISPATCH_DONE;
     }
-    reply(d, PROTO_RSP_ERROR);
+    if (proto_key_next(&cursor, end, &list, &nlist) &&
+        !proto_key_next(&cursor, end, &name, &nname) &&
+        evict_configure(list, nlist) == 0) {
+        reply(d, PROTO_RSP_OK);
+    } else {
+        reply_line(d, "CLIENT_ERROR bad eviction policy list");
+    }
     return DISPATCH_DONE;
 }
 

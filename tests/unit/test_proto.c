@@ -1,0 +1,1047 @@
+/*
+ * test_proto.c -- unit tests for the memcached ASCII protocol module.
+ *
+ * Expected values come from probing memcached 1.6.18 with the same bytes,
+ * so these tests pin byte-exact compatibility, quirks included.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+static const char E_ERROR[] = "ERROR";
+static const char E_FORMAT[] = "CLIENT_ERROR bad command line format";
+static const char E_DELTA[] = "CLIENT_ERROR invalid numeric delta argument";
+static const char E_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
+static const char E_DELETE[] =
+    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+
+static struct proto_req req;
+static size_t used;
+
+static proto_status_t parse_n(const char *s, size_t n) {
+    return proto_parse(s, n, &req, &used);
+}
+
+static proto_status_t parse(const char *s) {
+    return parse_n(s, strlen(s));
+}
+
+/* n copies of c into dst, NUL terminated. */
+static char *fill(char *dst, char c, size_t n) {
+    memset(dst, c, n);
+    dst[n] = '\0';
+    return dst;
+}
+
+static void expect_mem(const char *p, size_t n, const char *want) {
+    ck_assert_uint_eq(n, strlen(want));
+    ck_assert(p != NULL);
+    ck_assert_msg(memcmp(p, want, n) == 0, "got '%.*s', want '%s'", (int)n,
+                  p, want);
+}
+
+static void expect_key(const char *want) {
+    expect_mem(req.key, req.nkey, want);
+}
+
+static void expect_sub(const char *want) {
+    expect_mem(req.sub, req.nsub, want);
+}
+
+static void expect_ok(const char *line, proto_cmd_t cmd) {
+    ck_assert_int_eq(parse(line), PROTO_OK);
+    ck_assert_int_eq(req.cmd, cmd);
+    ck_assert_uint_eq(used, strlen(line));
+}
+
+static void expect_err(const char *line, const char *err) {
+    ck_assert_msg(parse(line) == PROTO_ERROR, "not an error: %s", line);
+    ck_assert_str_eq(req.error, err);
+    ck_assert_uint_eq(used, strlen(line));
+}
+
+/* Collect all keys of a multi-key request as one space-joined string. */
+static void expect_keys(const char *want) {
+    char got[8192] = "";
+    size_t len = 0;
+    const char *cur = req.keys, *k;
+    size_t nk;
+
+    while (proto_key_next(&cur, req.keys_end, &k, &nk)) {
+        ck_assert_uint_lt(len + nk + 1, sizeof(got));
+        if (len > 0)
+            got[len++] = ' ';
+        memcpy(got + len, k, nk);
+        len += nk;
+        got[len] = '\0';
+    }
+    ck_assert_str_eq(got, want);
+}
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_parse_u64) {
+    uint64_t v = 7;
+
+    ck_assert(proto_parse_u64("0", 1, &v));
+    ck_assert_uint_eq(v, 0);
+    ck_assert(proto_parse_u64("18446744073709551615", 20, &v));
+    ck_assert_uint_eq(v, UINT64_MAX);
+    ck_assert(proto_parse_u64("00000000000000000000000042", 26, &v));
+    ck_assert_uint_eq(v, 42);
+    ck_assert(proto_parse_u64("123456", 3, &v)); /* bounded by n */
+    ck_assert_uint_eq(v, 123);
+    v = 7;
+    ck_assert(!proto_parse_u64("18446744073709551616", 20, &v));
+    ck_assert(!proto_parse_u64("99999999999999999999", 20, &v));
+    ck_assert(!proto_parse_u64("184467440737095516150", 21, &v));
+    ck_assert(!proto_parse_u64("", 0, &v));
+    ck_assert(!proto_parse_u64("1a", 2, &v));
+    ck_assert(!proto_parse_u64("-1", 2, &v));
+    ck_assert(!proto_parse_u64("+1", 2, &v));
+    ck_assert(!proto_parse_u64(" 1", 2, &v));
+    ck_assert(!proto_parse_u64("1 ", 2, &v));
+    ck_assert_uint_eq(v, 7); /* untouched on failure */
+}
+END_TEST
+
+START_TEST(test_parse_i64) {
+    int64_t v = 7;
+
+    ck_assert(proto_parse_i64("-9223372036854775808", 20, &v));
+    ck_assert(v == INT64_MIN);
+    ck_assert(proto_parse_i64("9223372036854775807", 19, &v));
+    ck_assert(v == INT64_MAX);
+    ck_assert(proto_parse_i64("-1", 2, &v));
+    ck_assert_int_eq(v, -1);
+    ck_assert(proto_parse_i64("-0", 2, &v));
+    ck_assert_int_eq(v, 0);
+    ck_assert(proto_parse_i64("300", 3, &v));
+    ck_assert_int_eq(v, 300);
+    v = 7;
+    ck_assert(!proto_parse_i64("-9223372036854775809", 20, &v));
+    ck_assert(!proto_parse_i64("9223372036854775808", 19, &v));
+    ck_assert(!proto_parse_i64("99999999999999999999", 20, &v));
+    ck_assert(!proto_parse_i64("-", 1, &v));
+    ck_assert(!proto_parse_i64("--1", 3, &v));
+    ck_assert(!proto_parse_i64("+1", 2, &v));
+    ck_assert(!proto_parse_i64("", 0, &v));
+    ck_assert(!proto_parse_i64("1-", 2, &v));
+    ck_assert_int_eq(v, 7);
+}
+END_TEST
+
+START_TEST(test_get_single) {
+    expect_ok("get foo\r\n", PROTO_CMD_GET);
+    expect_key("foo");
+    expect_keys("foo");
+    ck_assert(!req.noreply);
+    expect_ok("gets foo\n", PROTO_CMD_GETS);
+    expect_key("foo");
+    /* memcached still serves the long-gone "bget" as a plain get. */
+    expect_ok("bget foo\r\n", PROTO_CMD_GET);
+    expect_key("foo");
+    /* noreply means nothing to get: it is just a key. */
+    expect_ok("get noreply\r\n", PROTO_CMD_GET);
+    expect_key("noreply");
+}
+END_TEST
+
+START_TEST(test_get_multi) {
+    expect_ok("get a bb  ccc \r\n", PROTO_CMD_GET);
+    expect_key("a");
+    expect_keys("a bb ccc");
+    expect_ok("  gets x y\r\n", PROTO_CMD_GETS);
+    expect_keys("x y");
+}
+END_TEST
+
+START_TEST(test_get_many_keys) {
+    /* More keys than memcached's 24-token window: it re-tokenizes. */
+    char line[1024] = "get";
+    int i;
+
+    for (i = 0; i < 40; i++)
+        sprintf(line + strlen(line), " k%d", i);
+    strcat(line, "\r\n");
+    expect_ok(line, PROTO_CMD_GET);
+    {
+        const char *cur = req.keys, *k;
+        size_t nk;
+        int n = 0;
+        char want[16];
+
+        while (proto_key_next(&cur, req.keys_end, &k, &nk)) {
+            snprintf(want, sizeof(want), "k%d", n++);
+            expect_mem(k, nk, want);
+        }
+        ck_assert_int_eq(n, 40);
+    }
+}
+END_TEST
+
+START_TEST(test_get_arity) {
+    expect_err("get\r\n", E_ERROR);
+    expect_err("get \r\n", E_ERROR);
+    expect_err("gets\r\n", E_ERROR);
+    expect_err("gat\r\n", E_ERROR);
+    expect_err("gats\r\n", E_ERROR);
+    /* Tab is not a separator: "get\tk" is an unknown command. */
+    expect_err("get\tk\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_get_key_length) {
+    char key[300], line[700];
+
+    snprintf(line, sizeof(line), "get %s\r\n", fill(key, 'b', 250));
+    expect_ok(line, PROTO_CMD_GET);
+    ck_assert_uint_eq(req.nkey, 250);
+    snprintf(line, sizeof(line), "get %s\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    /* Any overlong key rejects the whole request, wherever it is. */
+    snprintf(line, sizeof(line), "get k %s k\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    snprintf(line, sizeof(line), "gat 0 k %s\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+}
+END_TEST
+
+START_TEST(test_get_long_key_after_window) {
+    char line[2048] = "get", key[300];
+    int i;
+
+    for (i = 0; i < 30; i++)
+        strcat(line, " k");
+    strcat(line, " ");
+    strcat(line, fill(key, 'z', 251));
+    strcat(line, "\r\n");
+    expect_err(line, E_FORMAT);
+}
+END_TEST
+
+START_TEST(test_gat) {
+    expect_ok("gat 100 a b\r\n", PROTO_CMD_GAT);
+    ck_assert_int_eq(req.exptime, 100);
+    expect_key("a");
+    expect_keys("a b");
+    expect_ok("gats -1 k\r\n", PROTO_CMD_GATS);
+    ck_assert_int_eq(req.exptime, -1);
+    expect_keys("k");
+    /* memcached answers "gat 0" with a bare END: no key is fine. */
+    expect_ok("gat 0\r\n", PROTO_CMD_GAT);
+    ck_assert_ptr_null(req.key);
+    expect_keys("");
+    expect_ok("gats 0  \r\n", PROTO_CMD_GATS);
+    expect_keys("");
+    /* exptime is memcached's int32 reading of the number. */
+    expect_ok("gat 4294967295 k\r\n", PROTO_CMD_GAT);
+    ck_assert_int_eq(req.exptime, -1);
+    expect_ok("gat 4294967296 k\r\n", PROTO_CMD_GAT);
+    ck_assert_int_eq(req.exptime, 0);
+    expect_err("gat abc k\r\n", E_EXPTIME);
+    expect_err("gat 99999999999999999999 k\r\n", E_EXPTIME);
+    expect_err("gats 1x k\r\n", E_EXPTIME);
+}
+END_TEST
+
+START_TEST(test_set_basic) {
+    expect_ok("set k 5 100 10\r\n", PROTO_CMD_SET);
+    expect_key("k");
+    ck_assert_uint_eq(req.flags, 5);
+    ck_assert_int_eq(req.exptime, 100);
+    ck_assert_uint_eq(req.vlen, 10);
+    ck_assert(!req.noreply);
+    ck_assert(!req.swallow);
+    ck_assert_ptr_null(req.error);
+    expect_ok("set k 4294967295 -5 0\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, UINT32_MAX);
+    ck_assert_int_eq(req.exptime, -5);
+    ck_assert_uint_eq(req.vlen, 0);
+}
+END_TEST
+
+START_TEST(test_storage_commands) {
+    expect_ok("add a 1 2 3\r\n", PROTO_CMD_ADD);
+    expect_key("a");
+    ck_assert_uint_eq(req.vlen, 3);
+    expect_ok("replace r 1 2 3\r\n", PROTO_CMD_REPLACE);
+    expect_key("r");
+    expect_ok("append p 1 2 3\r\n", PROTO_CMD_APPEND);
+    expect_key("p");
+    expect_ok("prepend q 1 2 3\r\n", PROTO_CMD_PREPEND);
+    expect_key("q");
+    ck_assert_uint_eq(req.flags, 1);
+    ck_assert_int_eq(req.exptime, 2);
+}
+END_TEST
+
+START_TEST(test_set_noreply) {
+    expect_ok("set k 0 0 1 noreply\r\n", PROTO_CMD_SET);
+    ck_assert(req.noreply);
+    ck_assert_uint_eq(req.vlen, 1);
+    /* A sixth token other than noreply is ignored. */
+    expect_ok("set k 0 0 1 junk\r\n", PROTO_CMD_SET);
+    ck_assert(!req.noreply);
+    expect_ok("append k 0 0 1 noreply\r\n", PROTO_CMD_APPEND);
+    ck_assert(req.noreply);
+}
+END_TEST
+
+START_TEST(test_set_arity) {
+    expect_err("set k 0 0\r\n", E_ERROR);
+    ck_assert(!req.swallow);
+    expect_err("set k 0 0 1 noreply extra\r\n", E_ERROR);
+    ck_assert(!req.swallow);
+    ck_assert(!req.noreply); /* arity is checked before noreply */
+    expect_err("set\r\n", E_ERROR);
+    expect_err("add k 0 0\r\n", E_ERROR);
+    expect_err("prepend k\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_set_swallow) {
+    char key[300], line[700];
+
+    snprintf(line, sizeof(line), "set %s 0 0 7\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 7);
+
+    expect_err("set k abc 0 5\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 5);
+    expect_err("set k 5a 0 5\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    expect_err("set k -1 0 5\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    expect_err("set k 0 x 6\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 6);
+    expect_err("set k 0 99999999999999999999 6\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    expect_err("cas k 0 0 3 abc\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 3);
+
+    /* noreply still applies: the caller stays silent but swallows. */
+    expect_err("set k abc 0 1 noreply\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert(req.noreply);
+    ck_assert_uint_eq(req.vlen, 1);
+}
+END_TEST
+
+START_TEST(test_set_bad_length) {
+    char key[300], line[700];
+
+    expect_err("set k 0 0 abc\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    expect_err("set k 0 0 -1\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    expect_err("set k 0 0 99999999999999999999\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    expect_err("set k 0 0 2147483646\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    /* INT32_MAX - 2 parses; "too large" is the storage layer's call. */
+    expect_ok("set k 0 0 2147483645\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.vlen, 2147483645u);
+    /* Bad length and bad key: nothing is known about the block. */
+    snprintf(line, sizeof(line), "set %s 0 0 x\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    ck_assert(!req.swallow);
+    /* "noreply" as the length both silences and fails the command. */
+    expect_err("set k 0 0 noreply\r\n", E_FORMAT);
+    ck_assert(req.noreply);
+    ck_assert(!req.swallow);
+}
+END_TEST
+
+/* memcached parses with strtol()/strtoul() and truncates to 32 bits. */
+START_TEST(test_set_number_quirks) {
+    expect_ok("set k +5 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 5);
+    expect_ok("set k \t5 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 5);
+    expect_ok("set k 5\tjunk 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 5);
+    expect_ok("set k -0 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 0);
+    expect_ok("set k 4294967296 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 0);
+    expect_ok("set k 4294967297 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 1);
+    expect_ok("set k -18446744073709551615 0 1\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 1);
+    expect_ok("set k 0 4294967295 1\r\n", PROTO_CMD_SET);
+    ck_assert_int_eq(req.exptime, -1);
+    expect_ok("set k 0 4294967296 1\r\n", PROTO_CMD_SET);
+    ck_assert_int_eq(req.exptime, 0);
+    expect_ok("set k 0 0 4294967297\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.vlen, 1);
+    /* Only one "\r" is stripped; the second ends the number. */
+    expect_ok("set k 0 0 1\r\r\n", PROTO_CMD_SET);
+    ck_assert_uint_eq(req.vlen, 1);
+    expect_err("set k + 0 1\r\n", E_FORMAT);
+    expect_err("set k 0 - 1\r\n", E_FORMAT);
+}
+END_TEST
+
+START_TEST(test_cas) {
+    expect_ok("cas k 1 2 3 99\r\n", PROTO_CMD_CAS);
+    expect_key("k");
+    ck_assert_uint_eq(req.flags, 1);
+    ck_assert_int_eq(req.exptime, 2);
+    ck_assert_uint_eq(req.vlen, 3);
+    ck_assert_uint_eq(req.cas, 99);
+    ck_assert(!req.noreply);
+    expect_ok("cas k 0 0 1 18446744073709551615 noreply\r\n", PROTO_CMD_CAS);
+    ck_assert_uint_eq(req.cas, UINT64_MAX);
+    ck_assert(req.noreply);
+    expect_ok("cas k 0 0 1 5 junk\r\n", PROTO_CMD_CAS);
+    ck_assert(!req.noreply);
+    expect_err("cas k 0 0 1\r\n", E_ERROR);
+    expect_err("cas k 0 0 1 99 noreply extra\r\n", E_ERROR);
+    expect_err("cas k 0 0 1 -1\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    expect_err("cas k 0 0 1 18446744073709551616\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    /* "cas k 0 0 1 noreply": noreply is the cas value, so both apply. */
+    expect_err("cas k 0 0 1 noreply\r\n", E_FORMAT);
+    ck_assert(req.noreply);
+    ck_assert(req.swallow);
+}
+END_TEST
+
+START_TEST(test_incr_decr) {
+    expect_ok("incr k 5\r\n", PROTO_CMD_INCR);
+    expect_key("k");
+    ck_assert_uint_eq(req.delta, 5);
+    ck_assert(!req.noreply);
+    expect_ok("decr k 18446744073709551615\r\n", PROTO_CMD_DECR);
+    ck_assert_uint_eq(req.delta, UINT64_MAX);
+    expect_ok("incr k 1 noreply\r\n", PROTO_CMD_INCR);
+    ck_assert(req.noreply);
+    expect_ok("incr k 1 junk\r\n", PROTO_CMD_INCR);
+    ck_assert(!req.noreply);
+    /* strtoull() wraps "-N"; memcached only rejects a negative-looking wrap. */
+    expect_ok("incr k -9223372036854775809\r\n", PROTO_CMD_INCR);
+    ck_assert_uint_eq(req.delta, 9223372036854775807u);
+    expect_ok("incr k -18446744073709551615\r\n", PROTO_CMD_INCR);
+    ck_assert_uint_eq(req.delta, 1);
+    expect_err("incr k -9223372036854775808\r\n", E_DELTA);
+    expect_err("incr k abc\r\n", E_DELTA);
+    expect_err("incr k -1\r\n", E_DELTA);
+    expect_err("decr k 18446744073709551616\r\n", E_DELTA);
+    expect_err("incr k abc noreply\r\n", E_DELTA);
+    ck_assert(req.noreply);
+    expect_err("incr k\r\n", E_ERROR);
+    expect_err("decr k 1 2 3\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_incr_key_length) {
+    char key[300], line[700];
+
+    snprintf(line, sizeof(line), "incr %s 1\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    snprintf(line, sizeof(line), "decr %s 1\r\n", fill(key, 'a', 250));
+    expect_ok(line, PROTO_CMD_DECR);
+}
+END_TEST
+
+START_TEST(test_touch) {
+    char key[300], line[700];
+
+    expect_ok("touch k 60\r\n", PROTO_CMD_TOUCH);
+    expect_key("k");
+    ck_assert_int_eq(req.exptime, 60);
+    expect_ok("touch k -1 noreply\r\n", PROTO_CMD_TOUCH);
+    ck_assert_int_eq(req.exptime, -1);
+    ck_assert(req.noreply);
+    expect_err("touch k abc\r\n", E_EXPTIME);
+    expect_err("touch k noreply\r\n", E_EXPTIME);
+    ck_assert(req.noreply);
+    expect_err("touch k\r\n", E_ERROR);
+    expect_err("touch k 1 2 3\r\n", E_ERROR);
+    snprintf(line, sizeof(line), "touch %s 1\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+}
+END_TEST
+
+START_TEST(test_delete) {
+    char key[300], line[700];
+
+    expect_ok("delete k\r\n", PROTO_CMD_DELETE);
+    expect_key("k");
+    ck_assert(!req.noreply);
+    expect_ok("delete k 0\r\n", PROTO_CMD_DELETE);
+    ck_assert(!req.noreply);
+    expect_ok("delete k noreply\r\n", PROTO_CMD_DELETE);
+    ck_assert(req.noreply);
+    expect_ok("delete k 0 noreply\r\n", PROTO_CMD_DELETE);
+    ck_assert(req.noreply);
+    /* Without extra tokens "noreply" is the key. */
+    expect_ok("delete noreply\r\n", PROTO_CMD_DELETE);
+    expect_key("noreply");
+    ck_assert(!req.noreply);
+    expect_err("delete k 1\r\n", E_DELETE);
+    ck_assert(!req.noreply);
+    expect_err("delete k 0 0\r\n", E_DELETE);
+    expect_err("delete k 1 noreply\r\n", E_DELETE);
+    ck_assert(req.noreply);
+    expect_err("delete k 0 noreply x\r\n", E_ERROR);
+    expect_err("delete\r\n", E_ERROR);
+    snprintf(line, sizeof(line), "delete %s\r\n", fill(key, 'a', 251));
+    expect_err(line, E_FORMAT);
+    /* The usage check runs before the key check. */
+    snprintf(line, sizeof(line), "delete %s 1\r\n", fill(key, 'a', 251));
+    expect_err(line, E_DELETE);
+}
+END_TEST
+
+START_TEST(test_flush_all) {
+    expect_ok("flush_all\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert(!req.has_arg);
+    ck_assert(!req.noreply);
+    expect_ok("flush_all 10\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert(req.has_arg);
+    ck_assert_int_eq(req.arg, 10);
+    expect_ok("flush_all noreply\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert(req.noreply);
+    ck_assert(!req.has_arg);
+    expect_ok("flush_all 10 noreply\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert(req.noreply);
+    ck_assert_int_eq(req.arg, 10);
+    expect_ok("flush_all 10 junk\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert(!req.noreply);
+    ck_assert_int_eq(req.arg, 10);
+    expect_ok("flush_all -1\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert_int_eq(req.arg, -1);
+    expect_err("flush_all abc\r\n", E_EXPTIME);
+    expect_err("flush_all abc noreply\r\n", E_EXPTIME);
+    ck_assert(req.noreply);
+    expect_err("flush_all noreply noreply\r\n", E_EXPTIME);
+    expect_err("flush_all 1 2 3\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_verbosity) {
+    expect_ok("verbosity 1\r\n", PROTO_CMD_VERBOSITY);
+    ck_assert(req.has_arg);
+    ck_assert_int_eq(req.arg, 1);
+    expect_ok("verbosity 2 noreply\r\n", PROTO_CMD_VERBOSITY);
+    ck_assert_int_eq(req.arg, 2);
+    ck_assert(req.noreply);
+    expect_ok("verbosity 1 junk\r\n", PROTO_CMD_VERBOSITY);
+    ck_assert(!req.noreply);
+    expect_err("verbosity\r\n", E_ERROR);
+    expect_err("verbosity 1 2 3\r\n", E_ERROR);
+    expect_err("verbosity abc\r\n", E_FORMAT);
+    expect_err("verbosity -1\r\n", E_FORMAT);
+    expect_err("verbosity noreply\r\n", E_FORMAT);
+    ck_assert(req.noreply);
+}
+END_TEST
+
+START_TEST(test_cache_memlimit) {
+    expect_ok("cache_memlimit 100\r\n", PROTO_CMD_CACHE_MEMLIMIT);
+    ck_assert(req.has_arg);
+    ck_assert_int_eq(req.arg, 100);
+    expect_ok("cache_memlimit 64 noreply\r\n", PROTO_CMD_CACHE_MEMLIMIT);
+    ck_assert_int_eq(req.arg, 64);
+    ck_assert(req.noreply);
+    /* memcached says plain ERROR here, not CLIENT_ERROR. */
+    expect_err("cache_memlimit abc\r\n", E_ERROR);
+    expect_err("cache_memlimit abc noreply\r\n", E_ERROR);
+    ck_assert(req.noreply);
+    expect_err("cache_memlimit\r\n", E_ERROR);
+    expect_err("cache_memlimit 1 2 3\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_version_quit) {
+    expect_ok("version\r\n", PROTO_CMD_VERSION);
+    expect_ok("version junk\r\n", PROTO_CMD_VERSION);
+    expect_ok("quit\r\n", PROTO_CMD_QUIT);
+    expect_ok("quit junk\n", PROTO_CMD_QUIT);
+}
+END_TEST
+
+START_TEST(test_shutdown) {
+    expect_ok("shutdown\r\n", PROTO_CMD_SHUTDOWN);
+    ck_assert_uint_eq(req.nsub, 0);
+    expect_ok("shutdown graceful\r\n", PROTO_CMD_SHUTDOWN);
+    expect_sub("graceful");
+    expect_ok("shutdown  a b c  \r\n", PROTO_CMD_SHUTDOWN);
+    expect_sub("a b c");
+}
+END_TEST
+
+START_TEST(test_stats_config) {
+    expect_ok("stats\r\n", PROTO_CMD_STATS);
+    ck_assert_uint_eq(req.nsub, 0);
+    expect_ok("stats \r\n", PROTO_CMD_STATS);
+    ck_assert_uint_eq(req.nsub, 0);
+    expect_ok("stats  items \r\n", PROTO_CMD_STATS);
+    expect_sub("items");
+    expect_ok("stats detail on\n", PROTO_CMD_STATS);
+    expect_sub("detail on");
+    expect_ok("config evict lru\r\n", PROTO_CMD_CONFIG);
+    expect_sub("evict lru");
+    expect_ok("config\r\n", PROTO_CMD_CONFIG);
+    ck_assert_uint_eq(req.nsub, 0);
+}
+END_TEST
+
+START_TEST(test_unknown) {
+    expect_err("foo\r\n", E_ERROR);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_NONE);
+    expect_err("a\r\n", E_ERROR);
+    expect_err("\r\n", E_ERROR);
+    expect_err("\n", E_ERROR);
+    expect_err("   \r\n", E_ERROR);
+    expect_err("mg k v\r\n", E_ERROR);
+    expect_err("GETS k\r\n", E_ERROR);
+    expect_err("sets k 0 0 1\r\n", E_ERROR);
+}
+END_TEST
+
+START_TEST(test_http_close) {
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\n"), PROTO_CLOSE);
+    ck_assert_int_eq(parse("HTTP/1.1\r\n"), PROTO_CLOSE);
+    ck_assert_int_eq(parse("POST /x HTTP/1.0\n"), PROTO_CLOSE);
+    /* Only the last token counts... */
+    expect_err("foo HTTP/1.0 x\r\n", E_ERROR);
+    /* ...and only for commands outside memcached's per-letter branches. */
+    expect_err("sfoo HTTP/1.1\r\n", E_ERROR);
+    expect_err("gx HTTP/1.1\r\n", E_ERROR);
+    expect_err("tx HTTP/1.1\r\n", E_ERROR);
+    expect_err("dx HTTP/1.1\r\n", E_ERROR);
+    expect_err("mg HTTP/1.1\r\n", E_ERROR);
+    ck_assert_int_eq(parse("mgx HTTP/1.1\r\n"), PROTO_CLOSE);
+}
+END_TEST
+
+START_TEST(test_http_token_window) {
+    /* memcached sees 23 tokens; the HTTP check looks at the 23rd. */
+    char line[512] = "foo";
+    int i;
+
+    for (i = 0; i < 21; i++)
+        strcat(line, " x");
+    strcat(line, " HTTP/1.1 y z\r\n");
+    ck_assert_int_eq(parse(line), PROTO_CLOSE);
+
+    strcpy(line, "foo");
+    for (i = 0; i < 22; i++)
+        strcat(line, " x");
+    strcat(line, " HTTP/1.1\r\n");
+    expect_err(line, E_ERROR);
+}
+END_TEST
+
+START_TEST(test_line_endings) {
+    expect_ok("get k\r\n", PROTO_CMD_GET);
+    ck_assert_uint_eq(used, 7);
+    expect_key("k");
+    expect_ok("get k\n", PROTO_CMD_GET);
+    ck_assert_uint_eq(used, 6);
+    expect_key("k");
+    /* A stray "\r" inside a line is part of the token. */
+    expect_ok("get k\r\r\n", PROTO_CMD_GET);
+    expect_key("k\r");
+}
+END_TEST
+
+START_TEST(test_pipelined) {
+    const char *buf = "get a\r\nset b 0 0 2\r\nhi\r\ndelete c\n";
+    size_t off = 0;
+
+    ck_assert_int_eq(parse_n(buf, strlen(buf)), PROTO_OK);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_GET);
+    ck_assert_uint_eq(used, 7);
+    off += used;
+    ck_assert_int_eq(parse_n(buf + off, strlen(buf) - off), PROTO_OK);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_SET);
+    ck_assert_uint_eq(used, 13);
+    off += used;
+    ck_assert(proto_data_ok(buf + off + req.vlen));
+    off += req.vlen + 2;
+    ck_assert_int_eq(parse_n(buf + off, strlen(buf) - off), PROTO_OK);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_DELETE);
+    expect_key("c");
+    ck_assert_uint_eq(off + used, strlen(buf));
+}
+END_TEST
+
+START_TEST(test_nul_ends_line) {
+    /* memcached handles the line as a C string. */
+    ck_assert_int_eq(parse_n("version\0junk\r\n", 14), PROTO_OK);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_VERSION);
+    ck_assert_uint_eq(used, 14);
+    ck_assert_int_eq(parse_n("ge\0t k\r\n", 8), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_ERROR);
+    ck_assert_int_eq(parse_n("get a\0 b\r\n", 10), PROTO_OK);
+    expect_keys("a");
+}
+END_TEST
+
+START_TEST(test_req_reset) {
+    expect_ok("set k 1 2 3 noreply\r\n", PROTO_CMD_SET);
+    ck_assert(req.noreply);
+    expect_ok("version\r\n", PROTO_CMD_VERSION);
+    ck_assert(!req.noreply);
+    ck_assert_uint_eq(req.flags, 0);
+    ck_assert_uint_eq(req.vlen, 0);
+    ck_assert_ptr_null(req.key);
+    ck_assert_ptr_null(req.error);
+}
+END_TEST
+
+static void expect_same_req(const struct proto_req *a,
+                            const struct proto_req *b) {
+    ck_assert_int_eq(a->cmd, b->cmd);
+    ck_assert_ptr_eq(a->key, b->key);
+    ck_assert_uint_eq(a->nkey, b->nkey);
+    ck_assert_ptr_eq(a->keys, b->keys);
+    ck_assert_ptr_eq(a->keys_end, b->keys_end);
+    ck_assert_uint_eq(a->flags, b->flags);
+    ck_assert_int_eq(a->exptime, b->exptime);
+    ck_assert_uint_eq(a->vlen, b->vlen);
+    ck_assert_uint_eq(a->cas, b->cas);
+    ck_assert_uint_eq(a->delta, b->delta);
+    ck_assert_int_eq(a->arg, b->arg);
+    ck_assert_int_eq(a->has_arg, b->has_arg);
+    ck_assert_int_eq(a->noreply, b->noreply);
+    ck_assert_ptr_eq(a->sub, b->sub);
+    ck_assert_uint_eq(a->nsub, b->nsub);
+    ck_assert_ptr_eq(a->error, b->error);
+    ck_assert_int_eq(a->swallow, b->swallow);
+}
+
+/* Each prefix without "\n" must be AGAIN; the whole must equal one shot. */
+static void feed_bytewise(const char *line, proto_status_t want) {
+    size_t n = strlen(line), i;
+    struct proto_req whole;
+    size_t whole_used;
+
+    ck_assert_int_eq(parse_n(line, n), want);
+    whole = req;
+    whole_used = used;
+    for (i = 0; i < n; i++) {
+        ck_assert_msg(parse_n(line, i) == PROTO_AGAIN, "prefix %zu of %s", i,
+                      line);
+        ck_assert_uint_eq(used, 0);
+    }
+    ck_assert_int_eq(parse_n(line, n), want);
+    ck_assert_uint_eq(used, whole_used);
+    ck_assert_uint_eq(used, n);
+    expect_same_req(&req, &whole);
+}
+
+START_TEST(test_split_feed) {
+    feed_bytewise("get a bb ccc\r\n", PROTO_OK);
+    feed_bytewise("set k 1 2 3 noreply\r\n", PROTO_OK);
+    feed_bytewise("cas k 1 2 3 4\n", PROTO_OK);
+    feed_bytewise("incr k 18446744073709551615\r\n", PROTO_OK);
+    feed_bytewise("set k abc 0 5\r\n", PROTO_ERROR);
+    ck_assert(req.swallow);
+    feed_bytewise("delete k 1\r\n", PROTO_ERROR);
+    feed_bytewise("stats slabs\r\n", PROTO_OK);
+    expect_sub("slabs");
+    feed_bytewise("bogus\r\n", PROTO_ERROR);
+    /* The split may fall between "\r" and "\n". */
+    ck_assert_int_eq(parse("touch k 5\r"), PROTO_AGAIN);
+    expect_ok("touch k 5\r\n", PROTO_CMD_TOUCH);
+}
+END_TEST
+
+START_TEST(test_long_line_limits) {
+    static char buf[PROTO_GETLINE_MAX + 16];
+    size_t n;
+
+    fill(buf, 'x', PROTO_LINE_MAX);
+    ck_assert_int_eq(parse_n(buf, PROTO_LINE_MAX), PROTO_AGAIN);
+    fill(buf, 'x', PROTO_LINE_MAX + 1);
+    ck_assert_int_eq(parse_n(buf, PROTO_LINE_MAX + 1), PROTO_CLOSE);
+
+    n = 3000;
+    fill(buf, 'a', n);
+    memcpy(buf, "set ", 4);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
+    memcpy(buf, "get ", 4);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_AGAIN);
+    memcpy(buf, "gets ", 5);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_AGAIN);
+    /* memcached does not extend the courtesy to gat. */
+    memcpy(buf, "gat 0 ", 6);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
+    memcpy(buf, "get\r", 4);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
+}
+END_TEST
+
+START_TEST(test_long_line_spaces) {
+    static char buf[4096];
+
+    fill(buf, 'k', 3000);
+    memset(buf, ' ', 100);
+    memcpy(buf + 100, "get ", 4);
+    ck_assert_int_eq(parse_n(buf, 3000), PROTO_AGAIN);
+    fill(buf, 'k', 3000);
+    memset(buf, ' ', 101);
+    memcpy(buf + 101, "get ", 4);
+    ck_assert_int_eq(parse_n(buf, 3000), PROTO_CLOSE);
+    fill(buf, ' ', 3000);
+    ck_assert_int_eq(parse_n(buf, 3000), PROTO_CLOSE);
+}
+END_TEST
+
+START_TEST(test_getline_max) {
+    static char buf[PROTO_GETLINE_MAX + 16];
+
+    fill(buf, 'k', PROTO_GETLINE_MAX);
+    memcpy(buf, "get ", 4);
+    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX - 1), PROTO_AGAIN);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX), PROTO_CLOSE);
+    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX + 1), PROTO_CLOSE);
+}
+END_TEST
+
+START_TEST(test_long_get_with_newline) {
+    static char buf[PROTO_GETLINE_MAX];
+    size_t len = 0;
+    int i, n = 0;
+    const char *cur, *k;
+    size_t nk;
+
+    len += (size_t)sprintf(buf, "get");
+    for (i = 0; i < 1000; i++)
+        len += (size_t)sprintf(buf + len, " key%d", i);
+    len += (size_t)sprintf(buf + len, "\r\n");
+    ck_assert_uint_gt(len, PROTO_LINE_MAX);
+    ck_assert_int_eq(parse_n(buf, len), PROTO_OK);
+    ck_assert_uint_eq(used, len);
+    cur = req.keys;
+    while (proto_key_next(&cur, req.keys_end, &k, &nk)) {
+        char want[16];
+        snprintf(want, sizeof(want), "key%d", n++);
+        expect_mem(k, nk, want);
+    }
+    ck_assert_int_eq(n, 1000);
+}
+END_TEST
+
+START_TEST(test_long_set_with_newline) {
+    /* A complete line is parsed whatever its length, as memcached does. */
+    static char buf[4096];
+    size_t len;
+
+    fill(buf, 'a', 3004);
+    memcpy(buf, "set ", 4);
+    len = 3004 + (size_t)sprintf(buf + 3004, " 0 0 1\r\n");
+    ck_assert_int_eq(parse_n(buf, len), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 1);
+    ck_assert_uint_eq(used, len);
+}
+END_TEST
+
+START_TEST(test_key_next) {
+    const char *s = "  a  bc ", *cur = s, *k = NULL;
+    size_t nk = 0;
+
+    ck_assert(proto_key_next(&cur, s + strlen(s), &k, &nk));
+    expect_mem(k, nk, "a");
+    ck_assert(proto_key_next(&cur, s + strlen(s), &k, &nk));
+    expect_mem(k, nk, "bc");
+    ck_assert(!proto_key_next(&cur, s + strlen(s), &k, &nk));
+    ck_assert(!proto_key_next(&cur, s + strlen(s), &k, &nk));
+    cur = s;
+    ck_assert(!proto_key_next(&cur, s, &k, &nk));
+    /* The end bound is honoured even mid-token. */
+    cur = s;
+    ck_assert(proto_key_next(&cur, s + 6, &k, &nk));
+    ck_assert(proto_key_next(&cur, s + 6, &k, &nk));
+    expect_mem(k, nk, "b");
+}
+END_TEST
+
+START_TEST(test_data_ok) {
+    ck_assert(proto_data_ok("\r\n"));
+    ck_assert(proto_data_ok("\r\nxyz"));
+    ck_assert(!proto_data_ok("yz"));
+    ck_assert(!proto_data_ok("\n\r"));
+    ck_assert(!proto_data_ok("\rx"));
+    ck_assert(!proto_data_ok("x\n"));
+}
+END_TEST
+
+START_TEST(test_rsp_str) {
+    static const char *want[PROTO_RSP_MAX] = {
+        [PROTO_RSP_STORED] = "STORED\r\n",
+        [PROTO_RSP_NOT_STORED] = "NOT_STORED\r\n",
+        [PROTO_RSP_EXISTS] = "EXISTS\r\n",
+        [PROTO_RSP_NOT_FOUND] = "NOT_FOUND\r\n",
+        [PROTO_RSP_DELETED] = "DELETED\r\n",
+        [PROTO_RSP_TOUCHED] = "TOUCHED\r\n",
+        [PROTO_RSP_END] = "END\r\n",
+        [PROTO_RSP_OK] = "OK\r\n",
+        [PROTO_RSP_ERROR] = "ERROR\r\n",
+        [PROTO_RSP_RESET] = "RESET\r\n",
+        [PROTO_RSP_BAD_CHUNK] = "CLIENT_ERROR bad data chunk\r\n",
+        [PROTO_RSP_BAD_FORMAT] = "CLIENT_ERROR bad command line format\r\n",
+        [PROTO_RSP_TOO_LARGE] = "SERVER_ERROR object too large for cache\r\n",
+        [PROTO_RSP_OOM] = "SERVER_ERROR out of memory storing object\r\n",
+        [PROTO_RSP_NON_NUMERIC] =
+            "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
+        [PROTO_RSP_INCR_OOM] = "SERVER_ERROR out of memory\r\n",
+        [PROTO_RSP_TOO_MANY_CONNS] = "ERROR Too many open connections\r\n",
+        [PROTO_RSP_SHUTDOWN_DISABLED] = "ERROR: shutdown not enabled\r\n",
+    };
+    int i;
+    size_t len;
+
+    for (i = 0; i < PROTO_RSP_MAX; i++) {
+        const char *s = proto_rsp_str((proto_rsp_t)i, &len);
+        ck_assert_ptr_nonnull(want[i]);
+        expect_mem(s, len, want[i]);
+    }
+    len = 99;
+    ck_assert_ptr_null(proto_rsp_str(PROTO_RSP_MAX, &len));
+    ck_assert_uint_eq(len, 0);
+}
+END_TEST
+
+START_TEST(test_compose_value) {
+    char buf[PROTO_VALUE_HDR_MAX], key[300];
+    const char *want = "VALUE foo 5 10\r\n";
+    size_t n;
+
+    n = proto_compose_value(buf, sizeof(buf), "foo", 3, 5, 10, false, 0);
+    expect_mem(buf, n, want);
+    n = proto_compose_value(buf, sizeof(buf), "foo", 3, 0, 0, true, 77);
+    expect_mem(buf, n, "VALUE foo 0 0 77\r\n");
+    /* The header bound holds for the longest possible fields. */
+    fill(key, 'k', PROTO_KEY_MAX);
+    n = proto_compose_value(buf, sizeof(buf), key, PROTO_KEY_MAX, UINT32_MAX,
+                            UINT32_MAX, true, UINT64_MAX);
+    ck_assert_uint_eq(n, 6 + 250 + 1 + 10 + 1 + 10 + 1 + 20 + 2);
+    ck_assert(memcmp(buf + 256, " 4294967295 4294967295 18446744073709551615\r\n",
+                     45) == 0);
+}
+END_TEST
+
+START_TEST(test_compose_cap) {
+    char buf[64];
+    size_t full = strlen("VALUE foo 5 10\r\n");
+
+    memset(buf, '#', sizeof(buf));
+    ck_assert_uint_eq(proto_compose_value(buf, full, "foo", 3, 5, 10, false, 0),
+                      full);
+    memset(buf, '#', sizeof(buf));
+    ck_assert_uint_eq(
+        proto_compose_value(buf, full - 1, "foo", 3, 5, 10, false, 0), 0);
+    ck_assert_int_eq(buf[full - 1], '#'); /* nothing past cap */
+    ck_assert_uint_eq(proto_compose_value(buf, 0, "foo", 3, 5, 10, false, 0),
+                      0);
+    ck_assert_uint_eq(proto_compose_uint(buf, 2, 0), 0);
+    ck_assert_uint_eq(proto_compose_uint(buf, 3, 0), 3);
+    ck_assert_uint_eq(proto_compose_uint(buf, 21, UINT64_MAX), 0);
+    ck_assert_uint_eq(proto_compose_stat(buf, 12, "pid", "42"), 0);
+    ck_assert_uint_eq(proto_compose_stat(buf, 13, "pid", "42"), 13);
+    ck_assert_uint_eq(proto_compose_line(buf, 3, "END"), 0);
+    ck_assert_uint_eq(proto_compose_line(buf, 4, "END"), 0);
+    ck_assert_uint_eq(proto_compose_line(buf, 5, "END"), 5);
+}
+END_TEST
+
+START_TEST(test_compose_uint_stat_line) {
+    char buf[64];
+    size_t n;
+
+    n = proto_compose_uint(buf, sizeof(buf), 0);
+    expect_mem(buf, n, "0\r\n");
+    n = proto_compose_uint(buf, sizeof(buf), 1234567890);
+    expect_mem(buf, n, "1234567890\r\n");
+    n = proto_compose_uint(buf, sizeof(buf), UINT64_MAX);
+    expect_mem(buf, n, "18446744073709551615\r\n");
+    n = proto_compose_stat(buf, sizeof(buf), "curr_items", "17");
+    expect_mem(buf, n, "STAT curr_items 17\r\n");
+    n = proto_compose_line(buf, sizeof(buf), "VERSION 1.6.18");
+    expect_mem(buf, n, "VERSION 1.6.18\r\n");
+    n = proto_compose_line(buf, sizeof(buf), "");
+    expect_mem(buf, n, "\r\n");
+}
+END_TEST
+
+static Suite *proto_suite(void) {
+    Suite *s = suite_create("proto");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_parse_u64);
+    tcase_add_test(tc, test_parse_i64);
+    tcase_add_test(tc, test_get_single);
+    tcase_add_test(tc, test_get_multi);
+    tcase_add_test(tc, test_get_many_keys);
+    tcase_add_test(tc, test_get_arity);
+    tcase_add_test(tc, test_get_key_length);
+    tcase_add_test(tc, test_get_long_key_after_window);
+    tcase_add_test(tc, test_gat);
+    tcase_add_test(tc, test_set_basic);
+    tcase_add_test(tc, test_storage_commands);
+    tcase_add_test(tc, test_set_noreply);
+    tcase_add_test(tc, test_set_arity);
+    tcase_add_test(tc, test_set_swallow);
+    tcase_add_test(tc, test_set_bad_length);
+    tcase_add_test(tc, test_set_number_quirks);
+    tcase_add_test(tc, test_cas);
+    tcase_add_test(tc, test_incr_decr);
+    tcase_add_test(tc, test_incr_key_length);
+    tcase_add_test(tc, test_touch);
+    tcase_add_test(tc, test_delete);
+    tcase_add_test(tc, test_flush_all);
+    tcase_add_test(tc, test_verbosity);
+    tcase_add_test(tc, test_cache_memlimit);
+    tcase_add_test(tc, test_version_quit);
+    tcase_add_test(tc, test_shutdown);
+    tcase_add_test(tc, test_stats_config);
+    tcase_add_test(tc, test_unknown);
+    tcase_add_test(tc, test_http_close);
+    tcase_add_test(tc, test_http_token_window);
+    tcase_add_test(tc, test_line_endings);
+    tcase_add_test(tc, test_pipelined);
+    tcase_add_test(tc, test_nul_ends_line);
+    tcase_add_test(tc, test_req_reset);
+    tcase_add_test(tc, test_split_feed);
+    tcase_add_test(tc, test_long_line_limits);
+    tcase_add_test(tc, test_long_line_spaces);
+    tcase_add_test(tc, test_getline_max);
+    tcase_add_test(tc, test_long_get_with_newline);
+    tcase_add_test(tc, test_long_set_with_newline);
+    tcase_add_test(tc, test_key_next);
+    tcase_add_test(tc, test_data_ok);
+    tcase_add_test(tc, test_rsp_str);
+    tcase_add_test(tc, test_compose_value);
+    tcase_add_test(tc, test_compose_cap);
+    tcase_add_test(tc, test_compose_uint_stat_line);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(proto_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
