@@ -88,7 +88,6 @@ void  stats_set_conns_provider(stats_conns_fn fn);
 void  stats_conn_open(void);
 void  stats_conn_close(void);
 void  stats_conn_rejected(void);
-void  stats_conn_structure(void);
 uint64_t stats_curr_connections(void);
 
 stats_section_t stats_section(const char *name, size_t len);

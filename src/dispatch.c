@@ -353,15 +353,20 @@ do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
     return DISPATCH_DONE;
 }
 
+/* Like memcached, only the first word after "stats" picks the section. */
 static dispatch_result_t
 do_stats(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    if (req->nsub == 5 && memcmp(req->sub, "reset", 5) == 0) {
+    const char *cursor = req->sub, *word = req->sub;
+    size_t nword = 0;
+
+    proto_key_next(&cursor, req->sub + req->nsub, &word, &nword);
+    if (nword == 5 && memcmp(word, "reset", 5) == 0) {
         stats_reset();
         reply(d, PROTO_RSP_RESET);
         return DISPATCH_DONE;
     }
-    stats_section_t section = stats_section(req->sub, req->nsub);
+    stats_section_t section = stats_section(word, nword);
     if (section == STATS_UNKNOWN) {
         reply(d, PROTO_RSP_ERROR);
         return DISPATCH_DONE;

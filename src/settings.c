@@ -291,7 +291,7 @@ settings_parse(int argc, char **argv)
     longopts[OPT_COUNT + 2] = (struct option){ NULL, 0, NULL, 0 };
     memcpy(shortopts + ns, "Vh", 3);
 
-    optind = 1;
+    optind = 0;                 /* glibc: 0 also forgets a half-read -hv group */
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {

@@ -54,7 +54,6 @@ listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     stats_conn_open();
-    stats_conn_structure();
     if (worker_handoff(fd) != 0) {
         close(fd);
         stats_conn_close();

@@ -80,11 +80,20 @@ stats_set_conns_provider(stats_conns_fn fn)
     conns_provider = fn;
 }
 
-void stats_conn_open(void)      { atomic_fetch_add(&curr_connections, 1);
-                                  atomic_fetch_add(&total_connections, 1); }
+/* connection_structures: the most connections ever allocated at once. */
+void
+stats_conn_open(void)
+{
+    uint64_t now = atomic_fetch_add(&curr_connections, 1) + 1;
+    uint64_t peak = atomic_load(&connection_structures);
+
+    atomic_fetch_add(&total_connections, 1);
+    while (now > peak && !atomic_compare_exchange_weak(&connection_structures, &peak, now)) {
+    }
+}
+
 void stats_conn_close(void)     { atomic_fetch_sub(&curr_connections, 1); }
 void stats_conn_rejected(void)  { atomic_fetch_add(&rejected_connections, 1); }
-void stats_conn_structure(void) { atomic_fetch_add(&connection_structures, 1); }
 uint64_t stats_curr_connections(void) { return atomic_load(&curr_connections); }
 
 stats_section_t
@@ -181,8 +190,14 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "limit_maxbytes", slab_limit());
     emit_u64(emit, ctx, "accepting_conns", 1);
     emit_u64(emit, ctx, "threads", (uint64_t)settings.threads);
-    emit_u64(emit, ctx, "hash_buckets", assoc_buckets());
-    emit_u64(emit, ctx, "hash_bytes", assoc_buckets() * sizeof(void *));
+    uint64_t buckets = assoc_buckets();
+    unsigned power = 0;
+    while ((2ull << power) <= buckets) {
+        power++;
+    }
+    emit_u64(emit, ctx, "hash_power_level", power);
+    emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(void *));
+    emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
     emit_u64(emit, ctx, "total_malloced", slab_malloced());
     emit_u64(emit, ctx, "bytes", is.bytes);

@@ -63,6 +63,7 @@ assoc_setup(uint32_t hashpower)
         }
     }
     atomic_store(&total_buckets, (uint64_t)ASSOC_PARTITIONS << power);
+    atomic_store(&expansions, 0);
     return 0;
 }
 

@@ -261,7 +261,8 @@ item_lru_pull_tail(uint8_t cls, bool evict_live)
             lru_push_head(l, search);
             assoc_unlock(hv);
             rescues--;
-            search = prev;
+            /* Wrap to the (new) tail: a lone hot item must still go. */
+            search = prev != NULL ? prev : l->tail;
             continue;
         }
         lru_drop_locked(l, search, hv, dead, now);
@@ -571,23 +572,32 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
         value = delta > value ? 0 : value - delta;
     }
     *result = value;
-    int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)value);
-
-    /* In place when nobody else holds it, padding with spaces as memcached. */
-    if ((uint32_t)len + 2 <= it->nbytes && atomic_load(&it->refcount) == 1) {
-        memcpy(val, buf, (size_t)len);
-        memset(val + len, ' ', it->nbytes - (uint32_t)len - 2);
+    uint32_t len = (uint32_t)snprintf(buf, sizeof(buf), "%llu",
+                                      (unsigned long long)value);
+    /*
+     * memcached keeps the value's length when the number shrinks, padding
+     * with spaces. Same bytes here; when a reader still holds the item
+     * (e.g. a pipelined get not yet sent) write a padded copy instead of
+     * changing bytes under it.
+     */
+    uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
+    struct item *dst = it;
+    if (atomic_load(&it->refcount) != 1 || vlen != it->nbytes - 2) {
+        st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &dst);
+        if (st != ITEM_OK) {
+            assoc_unlock(hv);
+            return st;
+        }
+        memcpy(item_value(dst) + vlen, "\r\n", 2);
+    }
+    memcpy(item_value(dst), buf, len);
+    memset(item_value(dst) + len, ' ', vlen - len);
+    if (dst == it) {
         it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
         do_item_bump(it);
     } else {
-        struct item *nit;
-        st = item_alloc(key, nkey, it->flags, it->exptime, (uint32_t)len, &nit);
-        if (st == ITEM_OK) {
-            memcpy(item_value(nit), buf, (size_t)len);
-            memcpy(item_value(nit) + len, "\r\n", 2);
-            do_item_replace(it, nit, hv);
-            item_release(nit);
-        }
+        do_item_replace(it, dst, hv);
+        item_release(dst);
     }
     assoc_unlock(hv);
     return st;

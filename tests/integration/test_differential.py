@@ -1,0 +1,573 @@
+#!/usr/bin/env python3
+"""Differential test: the same scripted sessions against memcached 1.6.18 and
+slabcache must produce the same reply bytes.
+
+Run: SLABCACHE=path/to/slabcache python3 tests/integration/test_differential.py [session names]
+
+Environment:
+  SLABCACHE      server under test (the "other" side)
+  DIFF_AGAINST   overrides SLABCACHE for the other side (e.g. /usr/bin/memcached
+                 to prove the machinery while slabcache does not exist)
+  MEMCACHED      reference binary (default /usr/bin/memcached)
+  DIFF_OTHER_ARGS extra args for the other side only (to demonstrate that a
+                 real difference is detected, e.g. DIFF_OTHER_ARGS="-C")
+  DIFF_JOBS      sessions run in parallel (default 8)
+  DIFF_SHOW      print every element and memcached's (normalized) reply
+
+Exit 77 (skip) when memcached is missing or when the server under test is
+memcached itself and DIFF_AGAINST is not set.
+
+Normalization before comparison: the cas field of VALUE lines, the text after
+"VERSION ", and any run of STAT lines (stats contents are server specific;
+both must answer STAT lines terminated by END).
+
+Deliberately NOT compared (known deviation, see include/proto.h and
+test_commands.py slabcache_swallows_rejected_data_block): storage commands
+rejected while their length field parses (key > 250 bytes, non-numeric or
+out-of-range flags/exptime/cas, too many tokens). memcached parses their data
+block as commands; slabcache swallows it.
+"""
+
+import concurrent.futures
+import os
+import re
+import select
+import socket
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sclib  # noqa
+from sclib import Server, HOST, is_memcached  # noqa
+
+IDLE = 0.2          # a reply is complete after this much silence
+MAX_WAIT = 3.0      # per chunk
+FLAGS = ["-m", "64", "-I", "1m", "-t", "2"]
+
+
+class Sleep(float):
+    """A session element: pause this many seconds (no bytes sent)."""
+
+
+class Split:
+    """A session element: send data in pieces of `size` bytes with short
+    pauses, then read the whole reply."""
+
+    def __init__(self, data, size=1, pause=0.003):
+        self.data, self.size, self.pause = data, size, pause
+
+
+def big(n, seed=0):
+    return bytes((i * 131 + seed) & 0xFF for i in range(n))
+
+
+K250 = b"k" * 250
+K251 = b"k" * 251
+ALLBYTES = bytes(range(256))
+V100K = big(100000)
+
+# Each session runs on a fresh connection to a fresh pair of servers.
+# Elements: bytes (sent as one send, then the reply is read until idle),
+# Split, Sleep. "{CAS}" in bytes is replaced by the cas value from the last
+# gets/gats reply on that server.
+SESSIONS = {
+    "set_get_basic": [
+        b"set a 0 0 1\r\nx\r\n",
+        b"get a\r\n",
+        b"set a 7 0 5\r\nhello\r\nget a b\r\n",
+        b"set empty 0 0 0\r\n\r\nget empty\r\n",
+        b"get nokey\r\n",
+        b"set a 4294967295 0 1\r\nz\r\nget a\r\n",
+        b"set a 0 0 1 garbage\r\ny\r\nget a\r\n",
+        b"set a 0 0 1   \r\nw\r\nget a\r\n",
+        b" set a 0 0 1\r\nv\r\nget  a \r\n",
+        b"set nl 0 0 2\nab\r\nget nl\n",
+    ],
+    "add_replace": [
+        b"add a 0 0 1\r\n1\r\n",
+        b"add a 0 0 1\r\n2\r\n",
+        b"get a\r\n",
+        b"replace b 0 0 1\r\n1\r\n",
+        b"replace a 3 0 3\r\nnew\r\nget a b\r\n",
+        b"delete a\r\nadd a 0 0 1\r\n3\r\nget a\r\n",
+    ],
+    "append_prepend": [
+        b"append a 0 0 1\r\nx\r\nprepend a 0 0 1\r\nx\r\nget a\r\n",
+        b"set a 42 0 3\r\nmid\r\n",
+        b"append a 0 0 4\r\n_end\r\nprepend a 9 -1 6\r\nstart_\r\nget a\r\n",
+        b"append a 0 0 0\r\n\r\nget a\r\n",
+        b"append a 0 0 3\r\nabcde\r\nget a\r\n",
+    ],
+    "cas": [
+        b"set c 0 0 2\r\nv1\r\n",
+        b"gets c\r\n",
+        b"cas c 0 0 2 999999\r\nv2\r\n",
+        b"cas c 0 0 2 {CAS}\r\nv2\r\n",
+        b"gets c\r\n",
+        b"cas c 5 0 2 {CAS}\r\nv3\r\ncas c 0 0 2 {CAS}\r\nv4\r\n",
+        b"gets c\r\n",
+        b"cas nokey 0 0 1 1\r\nx\r\n",
+        b"cas c 0 0 1\r\ny\r\n",
+        b"cas\r\n",
+    ],
+    "get_multi": [
+        b"set a 1 0 1\r\nA\r\nset b 2 0 2\r\nBB\r\nset c 3 0 3\r\nCCC\r\n",
+        b"get a b c d\r\n",
+        b"get d c b a a\r\n",
+        b"gets a b x c\r\n",
+        b"get x y z\r\n",
+        b"get\r\n", b"gets\r\n",
+        b"get " + b" ".join(b"k%d" % i for i in range(200)) + b" a\r\n",
+    ],
+    "gat_gats_touch": [
+        b"set g 5 0 2\r\ngv\r\n",
+        b"gat 100 g nokey\r\n",
+        b"gats 100 g\r\n",
+        b"gat g\r\n", b"gat abc g\r\n", b"gat\r\n", b"gats 1\r\n",
+        b"touch g 100\r\ntouch nokey 100\r\ntouch g abc\r\ntouch g\r\n",
+        b"touch g 1 2\r\n",
+        b"gat -1 g\r\nget g\r\n",
+        b"set t 0 0 1\r\nt\r\ntouch t -1\r\nget t\r\n",
+    ],
+    "delete": [
+        b"set d 0 0 1\r\nd\r\ndelete d\r\ndelete d\r\nget d\r\n",
+        b"set d 0 0 1\r\nd\r\ndelete d 0\r\n",
+        b"delete d 5\r\ndelete\r\ndelete a b c\r\ndelete a noreply x\r\n",
+    ],
+    "incr_decr": [
+        b"set n 0 0 2\r\n10\r\nincr n 5\r\ndecr n 3\r\nget n\r\n",
+        b"incr n 0\r\nincr nokey 1\r\ndecr nokey 1\r\nincr n\r\nincr\r\n",
+        b"set g 0 0 2\r\n99\r\nincr g 1\r\nget g\r\n",
+        b"set w 0 0 20\r\n18446744073709551615\r\nincr w 1\r\nget w\r\n",
+        b"incr w 5\r\nget w\r\n",
+        b"set d 0 0 3\r\n100\r\ndecr d 1\r\nget d\r\ndecr d 1000\r\nget d\r\n",
+        b"decr d 1\r\n",
+        b"set n 0 0 1\r\n5\r\nincr n 18446744073709551615\r\n",
+        b"incr n 00018446744073709551615\r\nincr n +1\r\n",
+        b"incr n 18446744073709551616\r\nincr n -1\r\nincr n abc\r\n",
+        b"decr n abc\r\nincr n 1 garbage\r\n",
+        b"set s 0 0 3\r\nabc\r\nincr s 1\r\ndecr s 1\r\n",
+        b"set s 0 0 2\r\n-5\r\nincr s 1\r\n",
+        b"set s 0 0 21\r\n184467440737095516150\r\nincr s 1\r\n",
+        b"set s 0 0 0\r\n\r\nincr s 1\r\n",
+        b"set s 0 0 3\r\n 12\r\nincr s 1\r\nget s\r\n",
+        b"set s 0 0 4\r\n1 2 \r\nincr s 1\r\nget s\r\n",
+        b"incr " + K251 + b" 1\r\ndecr " + K250 + b" 1\r\n",
+    ],
+    "expiry_immediate": [
+        b"set neg 0 -1 1\r\nx\r\nget neg\r\n",
+        b"set past 0 1000000000 1\r\nx\r\nget past\r\n",
+        b"set fut 0 2000000000 1\r\nx\r\nget fut\r\n",
+        b"set long 0 100 1\r\nx\r\nget long\r\n",
+        b"add neg 0 0 1\r\ny\r\nget neg\r\n",
+    ],
+    # memcached's clock ticks once a second, so an item with exptime N
+    # expires between N-1 and N+1 seconds after the set: leave margins.
+    "expiry_sleep": [
+        b"set e3 0 3 1\r\nx\r\nset e100 0 100 1\r\ny\r\nset t 0 3 1\r\nz\r\n",
+        b"touch t 100\r\nget e3 e100 t\r\n",
+        Sleep(4.3),
+        b"get e3 e100 t\r\n",
+        b"add e3 0 0 1\r\nn\r\nget e3\r\n",
+    ],
+    # memcached keeps exptime in 32 bits: an absolute time past 2038
+    # wraps negative, i.e. the item is already expired.
+    "exptime_int32_overflow": [
+        b"set fut 0 4000000000 1\r\nx\r\nget fut\r\n",
+    ],
+    "flush_all": [
+        b"set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\n",
+        b"flush_all\r\nget a b\r\n",
+        b"set a 0 0 1\r\nx\r\nget a\r\n",
+        b"flush_all 0\r\nget a\r\n",
+        b"flush_all abc\r\nflush_all -1\r\nflush_all 1 2\r\n",
+        b"set a 0 0 1\r\nx\r\nflush_all noreply\r\nget a\r\n",
+        b"flush_all 0 noreply\r\nflush_all noreply x\r\nflush_all abc noreply\r\n",
+        b"flush_all 100\r\n",
+    ],
+    "version_verbosity": [
+        b"version\r\nversion extra\r\nversion noreply\r\n",
+        b"verbosity 1\r\nverbosity 0\r\nverbosity\r\nverbosity abc\r\n",
+        b"verbosity 1 2 3\r\nverbosity 1 noreply\r\nverbosity noreply\r\n",
+        b"verbosity abc noreply\r\nversion\r\n",
+    ],
+    "cache_memlimit": [
+        b"cache_memlimit 100\r\ncache_memlimit\r\ncache_memlimit abc\r\n",
+        b"cache_memlimit 100 noreply\r\nversion\r\n",
+    ],
+    "quit": [
+        b"set a 0 0 1\r\nx\r\nquit\r\n",
+    ],
+    "quit_extra": [
+        b"quit extra\r\n",
+    ],
+    "quit_pipelined": [
+        b"get a\r\nquit\r\nget a\r\n",
+    ],
+    "shutdown_disabled": [
+        b"shutdown\r\nshutdown graceful\r\nshutdown extra\r\nversion\r\n",
+    ],
+    "unknown_and_empty": [
+        b"foo\r\n", b"GET a\r\n", b"\r\n", b"\n", b"foo noreply\r\n",
+        b"set\r\nset a\r\nset a 0\r\nset a 0 0\r\n",
+        b"add\r\nreplace a 0\r\nappend a 0 0\r\nprepend\r\n",
+        b"set\ta 0 0 1\r\nx\r\n",
+        b"lru_crawler\r\nmisbehave\r\n",
+        b"stats noreply\r\n",
+    ],
+    "bad_lengths": [
+        b"set a 0 0 -1\r\nx\r\n",
+        b"set a 0 0 abc\r\nx\r\n",
+        b"set a 0 0 01\r\nx\r\nset a 0 0 +1\r\ny\r\nget a\r\n",
+        b"set a 0 0 -1 noreply\r\nset a 0 0 abc noreply\r\nversion\r\n",
+    ],
+    "bad_data_chunk": [
+        b"set a 0 0 1\r\nx\r\n",
+        b"set a 0 0 1\r\nxyz\r\n",
+        b"get a\r\n",
+        b"set a 0 0 1\r\nx\n\r\n",
+        b"set a 0 0 3\r\nabcde\r\nget a\r\n",
+        b"set a 0 0 1 noreply\r\nxyz\r\n",
+        b"set b 0 0 2\r\nab\n\nget b\r\n",
+        b"set a 0 0 1\r\nx\r\n",
+        b"set a 0 0 1\r\nxy",
+        b"\r\nget a\r\n",
+    ],
+    "too_large": [
+        b"set big 0 0 2097152\r\n" + b"v" * 2097152 + b"\r\nget big\r\n",
+        b"set ok 0 0 100000\r\n" + V100K + b"\r\nget ok\r\n",
+        b"set ok 0 0 2000000\r\n" + b"w" * 2000000 + b"\r\nget ok\r\n",
+        b"set big 0 0 2097152 noreply\r\n" + b"v" * 2097152 + b"\r\nversion\r\n",
+        b"append ok2 0 0 2097152\r\n" + b"v" * 2097152 + b"\r\nversion\r\n",
+    ],
+    "near_max_value": [
+        b"set m 0 0 1000000\r\n" + big(1000000, 7) + b"\r\n",
+        b"get m\r\n",
+        b"append m 0 0 10\r\n0123456789\r\nget m\r\n",
+    ],
+    "keys": [
+        b"set " + K250 + b" 0 0 1\r\nx\r\n",
+        b"get " + K250 + b"\r\n",
+        b"gets " + K250 + b" " + K250 + b"\r\n",
+        b"get " + K251 + b"\r\n",
+        b"get a " + K251 + b"\r\n",
+        b"delete " + K251 + b"\r\n",
+        b"touch " + K251 + b" 1\r\n",
+        b"gat 1 " + K251 + b"\r\n",
+        b"delete " + K250 + b"\r\n",
+        b"set k\x01\x7f\xff 0 0 1\r\nx\r\nget k\x01\x7f\xff\r\n",
+    ],
+    "noreply_all": [
+        b"set n 0 0 1\r\n5\r\ngets n\r\n",
+        b"set a 0 0 1 noreply\r\n1\r\nadd b 0 0 1 noreply\r\n2\r\n"
+        b"add b 0 0 1 noreply\r\n9\r\nreplace a 0 0 2 noreply\r\n11\r\n"
+        b"replace zz 0 0 1 noreply\r\n1\r\nappend a 0 0 1 noreply\r\nx\r\n"
+        b"prepend a 0 0 1 noreply\r\ny\r\nget a b\r\n",
+        b"cas n 0 0 1 {CAS} noreply\r\n7\r\ncas n 0 0 1 {CAS} noreply\r\n8\r\n"
+        b"cas nokey 0 0 1 1 noreply\r\n8\r\nget n\r\n",
+        b"incr n 3 noreply\r\ndecr n 1 noreply\r\nincr nokey 1 noreply\r\nget n\r\n",
+        b"delete n noreply\r\ndelete n noreply\r\nget n\r\n",
+        b"touch a 100 noreply\r\ntouch nokey 1 noreply\r\nversion\r\n",
+        b"set s 0 0 1\r\ns\r\nincr s 1 noreply\r\nincr s abc noreply\r\nversion\r\n",
+        b"touch a abc noreply\r\ngat abc a noreply\r\ndelete a 0 noreply\r\n",
+        b"get a noreply\r\n",
+    ],
+    "pipelined": [
+        b"".join(b"set p%d 0 0 %d\r\n%d\r\n" % (i, len(b"%d" % i), i)
+                 for i in range(100)) +
+        b"".join(b"get p%d\r\n" % i for i in range(100)) +
+        b"incr p5 10\r\ndelete p6\r\nget p6 p5\r\nbogus\r\nversion\r\n",
+    ],
+    "split_sends": [
+        Split(b"set s 3 0 10\r\n0123456789\r\nget s\r\n", 1),
+        Split(b"set s2 0 0 4\r\nabcd\r\nincr s2 1\r\nget s2 s\r\n", 3),
+        Split(b"set " + K250 + b" 0 0 5\r\nhello\r\nget " + K250 + b"\r\n", 7),
+        Split(b"set t 0 0 3\r\nabcde\r\nfoo\r\n", 2),
+    ],
+    "binary_values": [
+        b"set bin 0 0 256\r\n" + ALLBYTES + b"\r\nget bin\r\n",
+        b"set tricky 0 0 21\r\nline1\r\nEND\r\nVALUE x\r\n\r\nget tricky\r\n",
+        b"set z 0 0 4\r\n\x00\x00\x00\x00\r\nget z bin\r\n",
+        b"set big 0 0 100000\r\n" + V100K + b"\r\nget big\r\n",
+    ],
+    "stats_shapes": [
+        b"stats\r\n",
+        b"stats settings\r\n",
+        b"set a 0 0 1\r\nx\r\nstats items\r\n",
+        b"stats slabs\r\n",
+        b"stats sizes\r\n",
+        b"stats conns\r\n",
+        b"stats reset\r\nstats reset extra\r\n",
+        b"stats nosuchthing\r\n",
+    ],
+    "overlong_line": [
+        b"version\r\n",
+        b"x" * 4096,
+    ],
+    "overlong_set_line": [
+        b"set " + b"k" * 3000,
+    ],
+    "long_get_line": [
+        b"set key_0000 0 0 1\r\nx\r\n",
+        b"get " + b" ".join(b"key_%04d" % i for i in range(340)) + b"\r\n",
+        b"get " + b"k" * 3000,
+        b"\r\n",
+        b"version\r\n",
+    ],
+    "long_get_line_no_newline": [
+        b"get " + b"k" * 5000,
+        b"\r\nversion\r\n",
+    ],
+    "line_2000_then_newline": [
+        b"x" * 2000,
+        b"\r\nversion\r\n",
+    ],
+}
+
+
+# --------------------------------------------------------------------------
+# machinery
+# --------------------------------------------------------------------------
+
+CAS_RE = re.compile(rb"(?m)^VALUE [^ \r\n]+ \d+ \d+ (\d+)\r$")
+NORMALIZERS = [
+    (re.compile(rb"(?m)^(VALUE [^ \r\n]+ \d+ \d+) \d+\r$"), rb"\1 <cas>\r"),
+    (re.compile(rb"(?m)^VERSION [^\r\n]*\r$"), rb"VERSION <v>\r"),
+    (re.compile(rb"(?:STAT [^\r\n]*\r\n)+"), b"<STAT lines>\r\n"),
+]
+
+
+def normalize(data):
+    for rx, rep in NORMALIZERS:
+        data = rx.sub(rep, data)
+    return data
+
+
+def read_both(socks, idle=IDLE, maximum=MAX_WAIT):
+    """Read from every socket until each has been quiet for `idle` seconds
+    (or closed), bounded by `maximum`. Returns [(bytes, closed)]."""
+    n = len(socks)
+    data = [b""] * n
+    closed = [False] * n
+    start = time.monotonic()
+    last = [start] * n
+    while True:
+        now = time.monotonic()
+        live = [i for i in range(n)
+                if not closed[i] and now - last[i] < idle]
+        if not live or now - start >= maximum:
+            break
+        wait = min(idle - (now - last[i]) for i in live)
+        wait = max(0.001, min(wait, maximum - (now - start)))
+        r, _, _ = select.select([socks[i] for i in live], [], [], wait)
+        for s in r:
+            i = socks.index(s)
+            try:
+                chunk = s.recv(1 << 20)
+            except (ConnectionResetError, BrokenPipeError):
+                chunk = b""
+            if chunk:
+                data[i] += chunk
+                last[i] = time.monotonic()
+            else:
+                closed[i] = True
+    return list(zip(data, closed))
+
+
+def send_all(sock, data):
+    """sendall that also drains replies, so a large request cannot
+    deadlock against a large reply. Returns drained bytes."""
+    got = b""
+    view = memoryview(data)
+    end = time.monotonic() + 15
+    while view and time.monotonic() < end:
+        r, w, _ = select.select([sock], [sock], [], 0.5)
+        if r:
+            try:
+                chunk = sock.recv(1 << 20)
+            except (ConnectionResetError, BrokenPipeError):
+                break
+            if not chunk:
+                break
+            got += chunk
+        if w:
+            try:
+                n = sock.send(view[:1 << 18])
+            except (BlockingIOError, InterruptedError):
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                break
+            view = view[n:]
+    return got
+
+
+class Side:
+    def __init__(self, name, server):
+        self.name = name
+        self.server = server
+        self.sock = socket.create_connection((HOST, server.port), timeout=5)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.setblocking(False)
+        self.cas = b"0"
+        self.closed = False
+
+    def prepare(self, chunk):
+        return chunk.replace(b"{CAS}", self.cas)
+
+    def note(self, reply):
+        m = CAS_RE.findall(reply)
+        if m:
+            self.cas = m[-1]
+
+
+SHOW = bool(os.environ.get("DIFF_SHOW"))
+
+
+def run_session(name, script, ref_bin, other_bin, other_args):
+    """Returns (ok, message)."""
+    log = []
+    ok, msg = _run_session(name, script, ref_bin, other_bin, other_args, log)
+    if log:
+        msg = "\n".join(log) + ("\n" + msg if msg else "")
+    return ok, msg
+
+
+def _run_session(name, script, ref_bin, other_bin, other_args, log):
+    ref = Server(*FLAGS, binary=ref_bin)
+    oth = Server(*(FLAGS + other_args), binary=other_bin)
+    with ref, oth:
+        sides = [Side("memcached", ref), Side("other", oth)]
+        try:
+            for idx, el in enumerate(script):
+                if isinstance(el, Sleep):
+                    time.sleep(el)
+                    continue
+                pre = [b"", b""]
+                if isinstance(el, Split):
+                    desc = el.data
+                    for i in range(0, len(el.data), el.size):
+                        for k, sd in enumerate(sides):
+                            if not sd.closed:
+                                pre[k] += send_all(sd.sock, sd.prepare(
+                                    el.data[i:i + el.size]))
+                        time.sleep(el.pause)
+                else:
+                    desc = el
+                    for k, sd in enumerate(sides):
+                        if not sd.closed:
+                            pre[k] += send_all(sd.sock, sd.prepare(el))
+                res = read_both([sd.sock for sd in sides])
+                replies = []
+                for k, sd in enumerate(sides):
+                    raw = pre[k] + res[k][0]
+                    sd.note(raw)
+                    sd.closed = sd.closed or res[k][1]
+                    replies.append((normalize(raw), sd.closed))
+                if SHOW:
+                    log.append("  [%s %d] %r\n    -> %r%s" % (
+                        name, idx, desc[:120], replies[0][0][:300],
+                        " (closed)" if replies[0][1] else ""))
+                if replies[0] != replies[1]:
+                    shown = desc if len(desc) <= 300 else (
+                        desc[:150] + b"...<%d bytes>..." % len(desc)
+                        + desc[-60:])
+                    return False, (
+                        "session %s, element %d differs\n"
+                        "  sent:      %r\n"
+                        "  memcached: %r%s\n"
+                        "  other:     %r%s" % (
+                            name, idx, shown,
+                            replies[0][0][:600],
+                            " (closed)" if replies[0][1] else "",
+                            replies[1][0][:600],
+                            " (closed)" if replies[1][1] else ""))
+            for sd in sides:
+                if not sd.server.alive():
+                    return False, "session %s: %s server died" % (name, sd.name)
+            return True, ""
+        finally:
+            for sd in sides:
+                sd.sock.close()
+
+
+def self_check():
+    """The comparison machinery must be able to fail."""
+    a = normalize(b"VALUE k 0 1 5\r\nx\r\nEND\r\n")
+    b = normalize(b"VALUE k 0 1 99\r\nx\r\nEND\r\n")
+    assert a == b, "cas normalization"
+    assert normalize(b"VALUE k 0 1\r\nx\r\nEND\r\n") != a, "cas field presence"
+    assert normalize(b"VALUE k 0 1 5\r\ny\r\nEND\r\n") != a, "data differs"
+    assert normalize(b"STAT a 1\r\nSTAT b 2\r\nEND\r\n") == \
+        normalize(b"STAT x y z\r\nEND\r\n"), "stats normalization"
+    assert normalize(b"STAT a 1\r\nEND\r\n") != normalize(b"END\r\n")
+    assert normalize(b"VERSION 1.6.18\r\n") == normalize(b"VERSION 0.1\r\n")
+    assert normalize(b"VERSION 1\r\n") != normalize(b"VERSIONS 1\r\n")
+    assert normalize(b"STORED\r\n") != normalize(b"NOT_STORED\r\n")
+
+
+def main():
+    ref_bin = os.environ.get("MEMCACHED", "/usr/bin/memcached")
+    other_bin = os.environ.get("DIFF_AGAINST") or sclib.server_binary()
+    other_args = os.environ.get("DIFF_OTHER_ARGS", "").split()
+    if not os.access(ref_bin, os.X_OK):
+        print("reference memcached %s not installed: skipping" % ref_bin)
+        print("0 passed, 0 failed")
+        sys.exit(77)
+    if not os.environ.get("DIFF_AGAINST") and is_memcached(other_bin):
+        print("server under test is memcached itself: skipping "
+              "(set DIFF_AGAINST to compare anyway)")
+        print("0 passed, 0 failed")
+        sys.exit(77)
+    if not os.access(other_bin, os.X_OK):
+        print("server under test %s not found: skipping" % other_bin)
+        print("0 passed, 0 failed")
+        sys.exit(77)
+    print("reference: %s\nother:     %s %s" % (ref_bin, other_bin,
+                                              " ".join(other_args)))
+    passed = failed = 0
+    try:
+        self_check()
+        passed += 1
+        print("ok   machinery_self_check")
+    except AssertionError:
+        failed += 1
+        print("FAIL machinery_self_check")
+        traceback.print_exc(file=sys.stdout)
+
+    names = [n for n in SESSIONS if len(sys.argv) < 2 or n in sys.argv[1:]]
+    jobs = int(os.environ.get("DIFF_JOBS", "8"))
+    t0 = time.monotonic()
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        futs = {ex.submit(run_session, n, SESSIONS[n], ref_bin, other_bin,
+                          other_args): n for n in names}
+        try:
+            for f in concurrent.futures.as_completed(futs, timeout=50):
+                n = futs[f]
+                try:
+                    results[n] = f.result()
+                except Exception:
+                    results[n] = (False, "session %s raised:\n%s"
+                                  % (n, traceback.format_exc()))
+        except concurrent.futures.TimeoutError:
+            print("sessions still running after 50 s")
+    for n in names:
+        ok, msg = results.get(n, (False, "session %s did not finish" % n))
+        if ok:
+            passed += 1
+            print("ok   %s" % n)
+            if msg:
+                print(msg)
+        else:
+            failed += 1
+            print("FAIL %s\n%s" % (n, msg))
+    sclib.reap_all()
+    print("# total %.1fs" % (time.monotonic() - t0))
+    print("%d passed, %d failed" % (passed, failed))
+    sys.stdout.flush()
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Memory limit behaviour: LRU eviction with -m, and -M (no eviction).
+
+Run: SLABCACHE=path/to/binary python3 tests/integration/test_memory.py
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sclib import (Server, test, run_all, check, eq, slabcache_only,  # noqa
+                   require_binary)
+
+OOM = b"SERVER_ERROR out of memory storing object"
+VALUE_SIZE = 4096
+TOTAL = 40 * 1024 * 1024          # bytes written in the eviction test
+BATCH = 50
+
+
+def value_for(i):
+    """Distinct, verifiable 4 KB value for key number i."""
+    head = b"v%08d:" % i
+    return (head * (VALUE_SIZE // len(head) + 1))[:VALUE_SIZE]
+
+
+def set_batch(c, start, n, prefix=b"k"):
+    """Pipeline n sets, return the list of reply lines."""
+    req = b"".join(b"set %s%d 0 0 %d\r\n%s\r\n" % (prefix, i, VALUE_SIZE,
+                                                   value_for(i))
+                   for i in range(start, start + n))
+    c.send(req)
+    return [c.read_line() for _ in range(n)]
+
+
+def fill_with_eviction(*extra):
+    with Server("-m", "8", *extra) as s, s.client(timeout=10) as c:
+        n = TOTAL // VALUE_SIZE
+        for start in range(0, n, BATCH):
+            replies = set_batch(c, start, BATCH)
+            for j, r in enumerate(replies):
+                eq(r, b"STORED", "set k%d with eviction" % (start + j))
+        st = c.stats()
+        check(int(st["evictions"]) > 0, "evictions > 0: %s" % st["evictions"])
+        check(int(st["curr_items"]) < n, "not every item can be resident")
+        check(int(st["bytes"]) <= 8 * 1024 * 1024,
+              "bytes %s within -m 8" % st["bytes"])
+        eq(st["limit_maxbytes"], str(8 * 1024 * 1024))
+        # the most recently written keys are readable and intact
+        recent = list(range(n - 100, n))
+        got = c.get_multi(["k%d" % i for i in recent])
+        for i in recent:
+            eq(got.get("k%d" % i, (None,))[0], value_for(i), "recent key k%d" % i)
+        # the oldest keys have been evicted
+        old = c.get_multi(["k%d" % i for i in range(100)])
+        eq(len(old), 0, "oldest keys evicted")
+        # every hit anywhere is exactly the value written
+        sample = ["k%d" % i for i in range(0, n, 37)]
+        got = c.get_multi(sample)
+        check(len(got) > 0, "some sampled keys resident")
+        for k, (v, _f, _c) in got.items():
+            eq(v, value_for(int(k[1:])), "value of " + k)
+        # eviction stats per slab class
+        its = c.stats("items")
+        ev = sum(int(v) for k, v in its.items() if k.endswith(":evicted"))
+        eq(ev, int(st["evictions"]), "sum of items:N:evicted == evictions")
+        check(s.alive(), "server alive")
+
+
+@test
+def lru_eviction_keeps_storing():
+    fill_with_eviction()
+
+
+@test
+def lru_eviction_explicit_flag():
+    slabcache_only()
+    fill_with_eviction("--eviction=lru")
+
+
+@test
+def lru_keeps_recently_read_keys():
+    """A key that is read often survives while 40 MB of other data streams
+    through (LRU, not FIFO)."""
+    with Server("-m", "8") as s, s.client(timeout=10) as c:
+        hot = b"H" * VALUE_SIZE
+        eq(c.set("hot", hot), "STORED")
+        n = TOTAL // VALUE_SIZE
+        for start in range(0, n, BATCH):
+            for r in set_batch(c, start, BATCH, prefix=b"s"):
+                eq(r, b"STORED")
+            eq(c.get("hot"), hot, "hot key evicted after %d sets" % start)
+        check(int(c.stats()["evictions"]) > 0, "evictions happened")
+
+
+def fill_without_eviction(*flags):
+    with Server("-m", "8", *flags) as s, s.client(timeout=10) as c:
+        n = TOTAL // VALUE_SIZE
+        stored = 0
+        oom_at = None
+        for start in range(0, n, BATCH):
+            replies = set_batch(c, start, BATCH)
+            for j, r in enumerate(replies):
+                if r == b"STORED":
+                    check(oom_at is None,
+                          "STORED after OOM at k%d" % (start + j))
+                    stored += 1
+                elif r == OOM:
+                    if oom_at is None:
+                        oom_at = start + j
+                else:
+                    raise AssertionError("unexpected reply %r" % r)
+            if oom_at is not None:
+                break
+        check(oom_at is not None, "never ran out of memory with -M")
+        check(stored > 100, "stored only %d items before OOM" % stored)
+        # the data block of the refused set was swallowed: the connection is
+        # in sync and answers the next command
+        c.send(b"set extra 0 0 %d\r\n" % VALUE_SIZE + b"e" * VALUE_SIZE
+               + b"\r\nversion\r\n")
+        eq(c.read_line(), OOM, "another set still OOM")
+        check(c.read_line().startswith(b"VERSION "), "next command works")
+        # small items may still go to another slab class, never crash
+        st = c.stats()
+        eq(st["evictions"], "0", "no evictions with -M")
+        # every earlier item is still readable and intact
+        for start in range(0, stored, 200):
+            keys = ["k%d" % i for i in range(start, min(stored, start + 200))]
+            got = c.get_multi(keys)
+            for k in keys:
+                check(k in got, "%s lost with -M" % k)
+                eq(got[k][0], value_for(int(k[1:])), "value of " + k)
+        eq(int(st["curr_items"]), stored, "curr_items")
+        # deleting makes room again
+        for i in range(50):
+            c.cmd("delete k%d" % i)
+        ok = 0
+        for r in set_batch(c, 100000, 20, prefix=b"n"):
+            ok += r == b"STORED"
+        check(ok > 0, "no set succeeded after deleting 50 items")
+        check(s.alive(), "server alive")
+
+
+@test
+def no_eviction_with_M():
+    fill_without_eviction("-M")
+
+
+@test
+def no_eviction_with_eviction_none():
+    slabcache_only()
+    fill_without_eviction("--eviction=none")
+
+
+@test
+def incr_and_append_under_memory_pressure():
+    """append on a full cache with -M gets an error line, not a hang."""
+    with Server("-m", "8", "-M") as s, s.client(timeout=10) as c:
+        n = TOTAL // VALUE_SIZE
+        for start in range(0, n, BATCH):
+            if OOM in set_batch(c, start, BATCH):
+                break
+        c.send(b"append k0 0 0 %d\r\n" % VALUE_SIZE + b"a" * VALUE_SIZE +
+               b"\r\nversion\r\n")
+        r = c.read_line()
+        check(r in (b"STORED", OOM), "append reply %r" % r)
+        check(c.read_line().startswith(b"VERSION "), "in sync after append")
+        check(s.alive())
+
+
+if __name__ == "__main__":
+    require_binary()
+    run_all()

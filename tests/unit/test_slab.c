@@ -1,0 +1,586 @@
+/*
+ * test_slab.c -- unit tests for the slab allocator (include/slab.h).
+ *
+ * Geometry, carving, the memory limit, free lists and the append-only
+ * slab table. Every test runs in its own process (check's fork mode) with
+ * its own slab_setup().
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "evict.h"
+#include "item.h"
+#include "slab.h"
+
+#define KB          ((size_t)1024)
+#define MB          (1024 * KB)
+#define SLAB_SZ     (64 * KB)
+#define MAXBYTES    (4 * MB)
+#define FACTOR      1.25
+#define CHUNK_MIN   ((size_t)48)
+
+static size_t
+hdr(void)
+{
+    return item_total_size(0, 0) - 2;
+}
+
+static size_t
+align8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static void
+setup_with(size_t maxbytes, size_t slab_sz)
+{
+    clock_setup();
+    ck_assert_int_eq(slab_setup(maxbytes, slab_sz, FACTOR, CHUNK_MIN, hdr()), SLAB_OK);
+}
+
+static void
+setup_default(void)
+{
+    setup_with(MAXBYTES, SLAB_SZ);
+}
+
+static void
+teardown_default(void)
+{
+    slab_teardown();
+}
+
+static struct slab_class_stats
+cstats(uint8_t cls)
+{
+    struct slab_class_stats st;
+
+    slab_class_stats(cls, &st);
+    return st;
+}
+
+/* --- geometry -------------------------------------------------------------- */
+
+START_TEST(test_geometry_sizes)
+{
+    uint8_t n = slab_class_count();
+    size_t expect = align8(hdr() + CHUNK_MIN);
+    uint8_t expect_n = 0;
+
+    /* Recompute the class table independently: sizes grow by factor,
+     * rounded up to 8, while they fit under slab_size / factor. */
+    while (expect_n + 1 < SLAB_CLASS_MAX && expect <= SLAB_SZ / FACTOR) {
+        expect_n++;
+        struct slab_class_stats st = cstats(expect_n);
+        ck_assert_uint_eq(st.chunk_size, expect);
+        ck_assert_uint_eq(st.chunks_per_page, SLAB_SZ / expect);
+        expect = align8((size_t)(expect * FACTOR));
+    }
+    expect_n++;
+    ck_assert_uint_eq(n, expect_n);
+    ck_assert_uint_ge(n, 10);
+    ck_assert_uint_le(n, SLAB_CLASS_MAX);
+
+    /* First class holds the header plus chunk_min, rounded to 8. */
+    ck_assert_uint_eq(cstats(1).chunk_size, align8(hdr() + CHUNK_MIN));
+
+    for (uint8_t c = 1; c <= n; c++) {
+        struct slab_class_stats st = cstats(c);
+        ck_assert_uint_eq(st.chunk_size % 8, 0);
+        ck_assert_uint_eq(st.total_pages, 0);
+        ck_assert_uint_eq(st.total_chunks, 0);
+        ck_assert_uint_eq(st.used_chunks, 0);
+        ck_assert_uint_eq(st.free_chunks, 0);
+        if (c > 1) {
+            struct slab_class_stats pv = cstats((uint8_t)(c - 1));
+            ck_assert_uint_gt(st.chunk_size, pv.chunk_size);
+            if (c < n) {
+                /* ~factor growth: within factor (+ alignment) of the previous */
+                ck_assert_uint_le(st.chunk_size, (size_t)(pv.chunk_size * FACTOR) + 8);
+                ck_assert_uint_ge(st.chunk_size, (size_t)(pv.chunk_size * FACTOR));
+            }
+        }
+    }
+    /* The last class is a whole slab, one chunk per slab. */
+    ck_assert_uint_eq(cstats(n).chunk_size, SLAB_SZ);
+    ck_assert_uint_eq(cstats(n).chunks_per_page, 1);
+    ck_assert_uint_eq(slab_size(), SLAB_SZ);
+}
+END_TEST
+
+START_TEST(test_geometry_out_of_range_class_stats)
+{
+    struct slab_class_stats st;
+
+    memset(&st, 0xa5, sizeof(st));
+    slab_class_stats(0, &st);
+    ck_assert_uint_eq(st.chunk_size, 0);
+    ck_assert_uint_eq(st.chunks_per_page, 0);
+    ck_assert_uint_eq(st.total_chunks, 0);
+    memset(&st, 0xa5, sizeof(st));
+    slab_class_stats((uint8_t)(slab_class_count() + 1), &st);
+    ck_assert_uint_eq(st.chunk_size, 0);
+    ck_assert_uint_eq(st.total_pages, 0);
+}
+END_TEST
+
+START_TEST(test_clsid_mapping)
+{
+    uint8_t n = slab_class_count();
+    uint32_t first = cstats(1).chunk_size;
+
+    ck_assert_uint_eq(slab_clsid(0), 0);
+    ck_assert_uint_eq(slab_clsid(SLAB_SZ + 1), 0);
+    ck_assert_uint_eq(slab_clsid(SIZE_MAX), 0);
+    ck_assert_uint_eq(slab_clsid(1), 1);
+    ck_assert_uint_eq(slab_clsid(first), 1);
+    ck_assert_uint_eq(slab_clsid(first + 1), 2);
+    ck_assert_uint_eq(slab_clsid(SLAB_SZ), n);
+    ck_assert_uint_eq(slab_clsid(SLAB_SZ - 1), n);
+
+    /* Each class boundary maps exactly; one byte more goes up one class. */
+    for (uint8_t c = 1; c < n; c++) {
+        uint32_t sz = cstats(c).chunk_size;
+        ck_assert_uint_eq(slab_clsid(sz), c);
+        ck_assert_uint_eq(slab_clsid(sz + 1), c + 1);
+    }
+
+    /* Monotone, and the chosen class is the smallest that fits. One
+     * assertion at the end: check logs every passing assertion. */
+    uint32_t sizes[SLAB_CLASS_MAX + 1] = { 0 };
+    for (uint8_t c = 1; c <= n; c++) {
+        sizes[c] = cstats(c).chunk_size;
+    }
+    uint8_t prev = 1;
+    size_t bad = 0;
+    for (size_t sz = 1; sz <= SLAB_SZ && bad == 0; sz++) {
+        uint8_t c = slab_clsid(sz);
+        if (c < prev || c < 1 || c > n || sizes[c] < sz || sizes[c - 1] >= sz) {
+            bad = sz;
+        }
+        prev = c;
+    }
+    ck_assert_msg(bad == 0, "slab_clsid(%zu) = %u is not the smallest fitting class",
+                  bad, bad ? slab_clsid(bad) : 0);
+}
+END_TEST
+
+START_TEST(test_setup_rejects_bad_geometry)
+{
+    slab_teardown();
+    ck_assert_int_eq(slab_setup(MAXBYTES, 1023, FACTOR, CHUNK_MIN, hdr()), SLAB_EINVAL);
+    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.0, CHUNK_MIN, hdr()), SLAB_EINVAL);
+    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 0.5, CHUNK_MIN, hdr()), SLAB_EINVAL);
+    ck_assert_int_eq(slab_setup(MAXBYTES, 1024, FACTOR, 1024, hdr()), SLAB_EINVAL);
+    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, FACTOR, CHUNK_MIN, hdr()), SLAB_OK);
+}
+END_TEST
+
+/* --- carving ---------------------------------------------------------------- */
+
+START_TEST(test_alloc_carves_one_slab)
+{
+    struct slab_info info;
+    uint32_t sid = 12345;
+    uint8_t cls = 3;
+    struct slab_class_stats st = cstats(cls);
+    uint32_t per = st.chunks_per_page;
+
+    ck_assert_uint_eq(slab_table_count(), 0);
+    ck_assert(!slab_table_info(0, &info));
+    ck_assert_uint_eq(slab_malloced(), 0);
+
+    struct item *first = slab_alloc(cls, &sid);
+    ck_assert_ptr_nonnull(first);
+    ck_assert_uint_eq(sid, 0);
+    ck_assert_uint_eq(first->sid, 0);
+    ck_assert_uint_eq(first->cls, cls);
+    ck_assert_uint_eq(slab_table_count(), 1);
+    ck_assert_uint_eq(slab_malloced(), SLAB_SZ);
+    ck_assert(slab_table_info(0, &info));
+    ck_assert_uint_eq(info.cls, cls);
+    ck_assert_uint_eq(info.created, clock_now());
+    ck_assert_uint_eq(info.accessed, clock_now());
+    ck_assert(!slab_table_info(1, &info));
+
+    st = cstats(cls);
+    ck_assert_uint_eq(st.total_pages, 1);
+    ck_assert_uint_eq(st.total_chunks, per);
+    ck_assert_uint_eq(st.used_chunks, 1);
+    ck_assert_uint_eq(st.free_chunks, per - 1);
+
+    /* The rest of the slab's chunks come from the same slab, all distinct,
+     * inside one slab_size region, chunk_size apart. */
+    struct item **got = calloc(per, sizeof(*got));
+    ck_assert_ptr_nonnull(got);
+    got[0] = first;
+    uintptr_t lo = (uintptr_t)first, hi = (uintptr_t)first;
+    for (uint32_t i = 1; i < per; i++) {
+        uint32_t s2 = 999;
+        got[i] = slab_alloc(cls, &s2);
+        ck_assert_ptr_nonnull(got[i]);
+        ck_assert_uint_eq(s2, 0);
+        ck_assert_uint_eq(got[i]->cls, cls);
+        if ((uintptr_t)got[i] < lo) lo = (uintptr_t)got[i];
+        if ((uintptr_t)got[i] > hi) hi = (uintptr_t)got[i];
+        ck_assert_uint_eq(((uintptr_t)got[i] - (uintptr_t)first) % st.chunk_size, 0);
+        for (uint32_t j = 0; j < i; j++) {
+            ck_assert_ptr_ne(got[i], got[j]);
+        }
+    }
+    ck_assert_uint_le(hi + st.chunk_size - lo, SLAB_SZ);
+    ck_assert_uint_eq(hi - lo, (uintptr_t)(per - 1) * st.chunk_size);
+    ck_assert_uint_eq(slab_table_count(), 1);
+    st = cstats(cls);
+    ck_assert_uint_eq(st.used_chunks, per);
+    ck_assert_uint_eq(st.free_chunks, 0);
+
+    /* Exhausted: the next chunk comes from a new slab. */
+    uint32_t s3 = 999;
+    struct item *next = slab_alloc(cls, &s3);
+    ck_assert_ptr_nonnull(next);
+    ck_assert_uint_eq(s3, 1);
+    ck_assert_uint_eq(next->sid, 1);
+    ck_assert(next < (struct item *)lo || (uintptr_t)next > hi);
+    ck_assert_uint_eq(slab_table_count(), 2);
+    ck_assert_uint_eq(slab_malloced(), 2 * SLAB_SZ);
+    ck_assert(slab_table_info(1, &info));
+    ck_assert_uint_eq(info.cls, cls);
+    st = cstats(cls);
+    ck_assert_uint_eq(st.total_pages, 2);
+    ck_assert_uint_eq(st.total_chunks, 2 * (uint64_t)per);
+    ck_assert_uint_eq(st.used_chunks, per + 1);
+    ck_assert_uint_eq(st.free_chunks, per - 1);
+    free(got);
+}
+END_TEST
+
+START_TEST(test_alloc_classes_get_own_slabs)
+{
+    struct slab_info info;
+    uint32_t a, b, c;
+    uint8_t last = slab_class_count();
+
+    ck_assert_ptr_nonnull(slab_alloc(1, &a));
+    ck_assert_ptr_nonnull(slab_alloc(5, &b));
+    ck_assert_ptr_nonnull(slab_alloc(last, &c));
+    ck_assert_uint_eq(a, 0);
+    ck_assert_uint_eq(b, 1);
+    ck_assert_uint_eq(c, 2);
+    ck_assert_uint_eq(slab_table_count(), 3);
+    ck_assert(slab_table_info(0, &info));
+    ck_assert_uint_eq(info.cls, 1);
+    ck_assert(slab_table_info(1, &info));
+    ck_assert_uint_eq(info.cls, 5);
+    ck_assert(slab_table_info(2, &info));
+    ck_assert_uint_eq(info.cls, last);
+
+    /* Another class-1 chunk reuses slab 0 rather than carving. */
+    ck_assert_ptr_nonnull(slab_alloc(1, &a));
+    ck_assert_uint_eq(a, 0);
+    /* The whole-slab class carves a slab per chunk. */
+    ck_assert_ptr_nonnull(slab_alloc(last, &c));
+    ck_assert_uint_eq(c, 3);
+    ck_assert_uint_eq(slab_table_count(), 4);
+    ck_assert_uint_eq(cstats(last).total_pages, 2);
+    ck_assert_uint_eq(cstats(last).used_chunks, 2);
+}
+END_TEST
+
+/* --- memory limit ----------------------------------------------------------- */
+
+START_TEST(test_limit_caps_slabs)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    uint32_t sid;
+
+    ck_assert_uint_eq(slab_limit(), MAXBYTES);
+    for (uint32_t i = 0; i < nslabs; i++) {
+        struct item *it = slab_alloc(last, &sid);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_eq(sid, i);
+    }
+    ck_assert_uint_eq(slab_table_count(), nslabs);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES);
+
+    sid = 777;
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    ck_assert_uint_eq(sid, 777);            /* untouched on failure */
+    /* No class can grow now, even the smallest with no slab yet. */
+    ck_assert_ptr_null(slab_alloc(1, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES);
+    ck_assert_uint_eq(cstats(1).total_pages, 0);
+}
+END_TEST
+
+START_TEST(test_limit_not_multiple_of_slab)
+{
+    uint8_t last = slab_class_count();
+    uint32_t sid;
+
+    slab_teardown();
+    /* 2.5 slabs -> only 2 fit. */
+    setup_with(2 * SLAB_SZ + SLAB_SZ / 2, SLAB_SZ);
+    ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    ck_assert_uint_eq(slab_table_count(), 2);
+}
+END_TEST
+
+START_TEST(test_set_limit_raises_and_lowers_cap)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    uint32_t sid;
+
+    for (uint32_t i = 0; i < nslabs; i++) {
+        ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    }
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+
+    slab_set_limit(MAXBYTES + 2 * SLAB_SZ);
+    ck_assert_uint_eq(slab_limit(), MAXBYTES + 2 * SLAB_SZ);
+    ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    ck_assert_uint_eq(sid, nslabs);
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    ck_assert_uint_eq(sid, nslabs + 1);
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs + 2);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES + 2 * SLAB_SZ);
+
+    /* Lowering only caps future growth: nothing is taken away. */
+    slab_set_limit(SLAB_SZ);
+    ck_assert_uint_eq(slab_limit(), SLAB_SZ);
+    ck_assert_uint_eq(slab_table_count(), nslabs + 2);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES + 2 * SLAB_SZ);
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));   /* from slab nslabs+1 */
+    ck_assert_uint_eq(sid, nslabs + 1);
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+}
+END_TEST
+
+/* --- free -------------------------------------------------------------------- */
+
+START_TEST(test_free_returns_chunks)
+{
+    uint8_t cls = 2;
+    uint32_t per = cstats(cls).chunks_per_page;
+    struct item *its[8];
+    uint32_t sid;
+
+    for (int i = 0; i < 8; i++) {
+        its[i] = slab_alloc(cls, &sid);
+        ck_assert_ptr_nonnull(its[i]);
+    }
+    struct slab_class_stats st = cstats(cls);
+    ck_assert_uint_eq(st.used_chunks, 8);
+    ck_assert_uint_eq(st.free_chunks, per - 8);
+
+    slab_free(cls, its[2]->sid, its[2]);
+    slab_free(cls, its[5]->sid, its[5]);
+    st = cstats(cls);
+    ck_assert_uint_eq(st.used_chunks, 6);
+    ck_assert_uint_eq(st.free_chunks, per - 6);
+    ck_assert_uint_eq(st.total_chunks, per);
+    ck_assert_uint_eq(st.total_pages, 1);
+
+    slab_lock(cls);
+    slab_free_locked(cls, its[7]->sid, its[7]);
+    slab_unlock(cls);
+    st = cstats(cls);
+    ck_assert_uint_eq(st.used_chunks, 5);
+    ck_assert_uint_eq(st.free_chunks, per - 5);
+    ck_assert_uint_eq(slab_table_count(), 1);
+}
+END_TEST
+
+START_TEST(test_free_chunk_reused_at_limit)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    struct item *victim = NULL;
+    uint32_t sid, vsid = 0;
+
+    for (uint32_t i = 0; i < nslabs; i++) {
+        struct item *it = slab_alloc(last, &sid);
+        ck_assert_ptr_nonnull(it);
+        if (i == 10) {
+            victim = it;
+            vsid = sid;
+        }
+    }
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    slab_free(last, vsid, victim);
+    ck_assert_uint_eq(cstats(last).free_chunks, 1);
+    /* Only the freed chunk is available; no new slab is carved. */
+    sid = 0;
+    ck_assert_ptr_eq(slab_alloc(last, &sid), victim);
+    ck_assert_uint_eq(sid, vsid);
+    ck_assert_uint_eq(sid, 10);
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs);
+    ck_assert_uint_eq(cstats(last).free_chunks, 0);
+    ck_assert_uint_eq(cstats(last).used_chunks, nslabs);
+}
+END_TEST
+
+/* --- the append-only table ----------------------------------------------------- */
+
+START_TEST(test_table_append_only_stable)
+{
+    /* Small slabs so the table crosses its first 4096-entry directory block. */
+    const uint32_t total = 5000;
+    struct item **chunk = calloc(total, sizeof(*chunk));
+    struct slab_info *snap = calloc(64, sizeof(*snap));
+    uint32_t sid;
+
+    ck_assert_ptr_nonnull(chunk);
+    ck_assert_ptr_nonnull(snap);
+    slab_teardown();
+    setup_with((size_t)total * 1024, 1024);
+    uint8_t last = slab_class_count();
+    ck_assert_uint_eq(cstats(last).chunk_size, 1024);
+
+    /* A few small-class slabs first, then one-chunk slabs. */
+    for (uint32_t i = 0; i < 64; i++) {
+        uint8_t cls = (uint8_t)(1 + i % (last - 1));
+        /* use up the class's free chunks so each i carves a fresh slab */
+        uint64_t before = cstats(cls).free_chunks;
+        if (before == 0) {
+            chunk[i] = slab_alloc(cls, &sid);
+        } else {
+            for (uint64_t k = 0; k < before; k++) {
+                ck_assert_ptr_nonnull(slab_alloc(cls, &sid));
+            }
+            chunk[i] = slab_alloc(cls, &sid);
+        }
+        ck_assert_ptr_nonnull(chunk[i]);
+        ck_assert_uint_eq(sid, i);
+        ck_assert(slab_table_info(i, &snap[i]));
+        ck_assert_uint_eq(snap[i].cls, cls);
+    }
+    for (uint32_t i = 64; i < total; i++) {
+        chunk[i] = slab_alloc(last, &sid);
+        ck_assert_ptr_nonnull(chunk[i]);
+        ck_assert_uint_eq(sid, i);
+    }
+    ck_assert_ptr_null(slab_alloc(last, &sid));
+    ck_assert_uint_eq(slab_table_count(), total);
+
+    for (uint32_t i = 0; i < 64; i++) {
+        struct slab_info now_info;
+        ck_assert(slab_table_info(i, &now_info));
+        ck_assert_uint_eq(now_info.cls, snap[i].cls);
+        ck_assert_uint_eq(now_info.created, snap[i].created);
+        ck_assert_uint_eq(now_info.accessed, snap[i].accessed);
+        ck_assert_uint_eq(chunk[i]->sid, i);
+    }
+    for (uint32_t i = 64; i < total; i++) {
+        struct slab_info now_info;
+        ck_assert(slab_table_info(i, &now_info));
+        ck_assert_uint_eq(now_info.cls, last);
+        ck_assert_uint_eq(chunk[i]->sid, i);
+        ck_assert_uint_eq(chunk[i]->cls, last);
+    }
+    ck_assert(!slab_table_info(total, &snap[0]));
+    /* Freeing an early slab's chunk and taking it again keeps its id. */
+    slab_free(last, 100, chunk[100]);
+    ck_assert_ptr_eq(slab_alloc(last, &sid), chunk[100]);
+    ck_assert_uint_eq(sid, 100);
+    free(chunk);
+    free(snap);
+}
+END_TEST
+
+START_TEST(test_teardown_and_setup_again)
+{
+    uint32_t sid;
+
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    ck_assert_ptr_nonnull(slab_alloc(slab_class_count(), &sid));
+    ck_assert_uint_eq(slab_table_count(), 2);
+    slab_teardown();
+    setup_default();
+    ck_assert_uint_eq(slab_table_count(), 0);
+    ck_assert_uint_eq(slab_malloced(), 0);
+    ck_assert_uint_eq(cstats(1).total_pages, 0);
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    ck_assert_uint_eq(sid, 0);
+    ck_assert_uint_eq(slab_table_count(), 1);
+}
+END_TEST
+
+/* One bounded sleep: touch moves accessed, a later carve stamps created. */
+START_TEST(test_touch_and_created_times)
+{
+    struct slab_info info;
+    uint32_t sid;
+
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    rel_time_t t0 = clock_now();
+    sleep(2);
+    clock_tick();
+    rel_time_t t1 = clock_now();
+    ck_assert_uint_ge(t1, t0 + 2);
+
+    slab_touch(0);
+    ck_assert(slab_table_info(0, &info));
+    ck_assert_uint_eq(info.created, t0);
+    ck_assert_uint_eq(info.accessed, t1);
+
+    ck_assert_ptr_nonnull(slab_alloc(2, &sid));
+    ck_assert_uint_eq(sid, 1);
+    ck_assert(slab_table_info(1, &info));
+    ck_assert_uint_eq(info.created, t1);
+    ck_assert_uint_eq(info.accessed, t1);
+    /* slab 0 keeps its creation time */
+    ck_assert(slab_table_info(0, &info));
+    ck_assert_uint_eq(info.created, t0);
+}
+END_TEST
+
+static Suite *
+slab_suite(void)
+{
+    Suite *s = suite_create("slab");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup_default, teardown_default);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_geometry_sizes);
+    tcase_add_test(tc, test_geometry_out_of_range_class_stats);
+    tcase_add_test(tc, test_clsid_mapping);
+    tcase_add_test(tc, test_setup_rejects_bad_geometry);
+    tcase_add_test(tc, test_alloc_carves_one_slab);
+    tcase_add_test(tc, test_alloc_classes_get_own_slabs);
+    tcase_add_test(tc, test_limit_caps_slabs);
+    tcase_add_test(tc, test_limit_not_multiple_of_slab);
+    tcase_add_test(tc, test_set_limit_raises_and_lowers_cap);
+    tcase_add_test(tc, test_free_returns_chunks);
+    tcase_add_test(tc, test_free_chunk_reused_at_limit);
+    tcase_add_test(tc, test_table_append_only_stable);
+    tcase_add_test(tc, test_teardown_and_setup_again);
+    tcase_add_test(tc, test_touch_and_created_times);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(slab_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
