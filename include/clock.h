@@ -21,5 +21,7 @@ rel_time_t clock_now(void);            /* seconds since (start - 2) */
 time_t     clock_started(void);        /* unix time that rel 0 stands for */
 time_t     clock_unix(rel_time_t t);   /* rel -> unix */
 rel_time_t clock_exptime(int64_t exptime); /* protocol exptime -> rel; 0 = never */
+/* Milliseconds since start from the kernel's coarse clock (vDSO, no syscall). */
+uint64_t   clock_now_ms(void);
 
 #endif

@@ -11,6 +11,7 @@
 #ifndef SC_EVICT_H
 #define SC_EVICT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ typedef enum evict_rstatus {
 
 struct evict_policy {
     const char *name;
+    bool            slab_level;              /* frees whole slabs */
     int             (*setup)(void);
     void            (*teardown)(void);
     evict_rstatus_t (*evict)(uint8_t cls);   /* no storage lock held */
@@ -31,7 +33,36 @@ struct evict_policy {
 
 /* Policies, one file each under src/evict/. */
 extern const struct evict_policy evict_policy_lru;
+extern const struct evict_policy evict_policy_random;
+extern const struct evict_policy evict_policy_lra;
+extern const struct evict_policy evict_policy_lrc;
 extern const struct evict_policy evict_policy_none;
+
+#define EVICT_PICKS 8           /* victim slabs tried before giving up */
+
+/*
+ * When a stack offers an item-level policy after a slab-level one, the
+ * slab-level one runs only if evict_slab_wanted(cls): the class has no
+ * item of its own to evict, or it holds at least one slab fewer than its
+ * share of recent allocation demand (see notes/eviction.md). A class that
+ * already holds its share reuses its own LRU tail instead of dropping a
+ * whole slab of another class's items for one new item.
+ */
+bool            evict_slab_wanted(uint8_t cls);
+
+/* Shared by slab-level policies: evict slab sid for cls, counting skips. */
+evict_rstatus_t evict_slab(uint32_t sid, uint8_t cls);
+/*
+ * Shared by the age-ordered policies (lra, lrc): evict, for cls, the
+ * assigned slab with the smallest age_key, skipping busy ones.
+ */
+struct slab_info;
+evict_rstatus_t evict_slab_oldest(uint8_t cls,
+                                  uint64_t (*age_key)(const struct slab_info *));
+/* Victim slabs skipped because an item in them was referenced. */
+uint64_t        evict_skipped_busy(void);
+/* Random number for policies: xorshift64*, per thread, seeded at first use. */
+uint64_t        evict_random(void);
 
 int             evict_setup(const char *list);
 void            evict_teardown(void);

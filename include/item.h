@@ -74,6 +74,7 @@ struct item_stats {
     uint64_t reclaimed;
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
+    uint64_t evicted_by_slab;
 };
 
 /* Per-class item figures for `stats items`. */
@@ -87,6 +88,7 @@ struct item_class_stats {
     uint64_t reclaimed;
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
+    uint64_t evicted_by_slab;   /* live items dropped with their slab */
 };
 
 int   item_setup(bool use_cas);
@@ -140,6 +142,21 @@ void          item_flush(int64_t delay);
  * Returns how many chunks were freed into the class.
  */
 uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live);
+
+typedef enum item_slab_status {
+    ITEM_SLAB_OK,       /* emptied and re-carved for the target class */
+    ITEM_SLAB_BUSY,     /* an item in it is referenced: left alone */
+    ITEM_SLAB_UNOWNED,  /* not assigned (in transit) or no such slab */
+} item_slab_status_t;
+
+/*
+ * For slab-level policies: drop every item of slab sid and re-carve it
+ * for class cls. A slab holding any referenced item (being read, written
+ * or filled) is never touched under its user: ITEM_SLAB_BUSY.
+ */
+item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
+/* Items linked in class cls now. */
+uint64_t      item_class_items(uint8_t cls);
 
 void          item_get_stats(struct item_stats *out);
 void          item_class_stats(uint8_t cls, struct item_class_stats *out);

@@ -35,13 +35,15 @@ struct slab_class_stats {
     uint64_t total_chunks;
     uint64_t used_chunks;
     uint64_t free_chunks;
+    uint64_t slabs_evicted;     /* slabs taken from this class */
+    uint64_t slabs_gained;      /* slabs re-carved into this class */
 };
 
 /* A slab table entry as seen by eviction policies. */
 struct slab_info {
-    uint8_t    cls;             /* 0 = not assigned */
-    rel_time_t created;         /* when it was (re)carved */
-    rel_time_t accessed;        /* last read or write of one of its items */
+    uint8_t  cls;               /* 0 = not assigned */
+    uint64_t created_ms;        /* when it was (re)carved */
+    uint64_t accessed_ms;       /* last read or write of one of its items */
 };
 
 slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
@@ -70,7 +72,36 @@ void     slab_free(uint8_t cls, uint32_t sid, struct item *chunk);
 /* Slab table (append-only). */
 uint32_t slab_table_count(void);
 bool     slab_table_info(uint32_t sid, struct slab_info *out);
-void     slab_touch(uint32_t sid);           /* move accessed (coarse) */
+void     slab_touch(uint32_t sid);           /* move accessed (coarse ms) */
+
+/*
+ * Slab-level eviction support (used by item.c, which owns the items).
+ * A slab is emptied by draining it: slab_drain_begin() takes its free
+ * chunks off the class free list and makes slab_free_locked() keep any
+ * chunk freed later off it too, so nothing new is allocated in the slab
+ * while its items are unlinked one by one. Then either
+ * slab_drain_finish() unassigns it (all chunks free) or
+ * slab_drain_abort() gives its free chunks back to the class.
+ */
+uint8_t      slab_drain_begin(uint32_t sid);     /* its class, or 0 */
+void         slab_drain_abort(uint8_t cls, uint32_t sid);
+void         slab_drain_finish(uint8_t cls, uint32_t sid);
+uint32_t     slab_class_perslab(uint8_t cls);
+struct item *slab_chunk(uint32_t sid, uint32_t idx);
+/* Carve an unassigned slab for cls (takes the class lock). */
+void         slab_attach(uint8_t cls, uint32_t sid);
+
+/* Slabs held now, and the most the memory limit allows. */
+uint32_t     slab_class_slabs(uint8_t cls);
+uint32_t     slab_max_slabs(void);
+
+/*
+ * Recent demand: bytes of allocations requested per class, decayed by
+ * halving whenever the total passes the memory limit, so it describes
+ * roughly the last cache-full of writes whatever the request rate.
+ */
+void         slab_note_demand(uint8_t cls, size_t bytes);
+double       slab_demand_share(uint8_t cls);
 
 /* Memory limit at run time (cache_memlimit); only caps future growth. */
 void     slab_set_limit(size_t maxbytes);

@@ -64,6 +64,15 @@ struct stats_thread {
     X(rejected_connections)   \
     X(connection_structures)
 
+/* Slab-level eviction figures: per class in `stats slabs`, and global. */
+#define STATS_SLAB_EVICT_CLASS(X) \
+    X(slabs_evicted)              \
+    X(slabs_gained)               \
+    X(items_evicted_by_slab)
+#define STATS_SLAB_EVICT_GLOBAL(X) \
+    X(slabs_evicted)               \
+    X(slab_evict_skipped_busy)
+
 typedef void (*stats_emit_fn)(void *ctx, const char *name, const char *value);
 /* Core supplies the per-connection lines of `stats conns`. */
 typedef void (*stats_conns_fn)(stats_emit_fn emit, void *ctx);

@@ -189,7 +189,7 @@ main(int argc, char **argv)
     clock_setup();
     if (evict_setup(settings.eviction) != 0) {
         fprintf(stderr, "slabcache: invalid value '%s' for --eviction: "
-                "expected a comma-separated list of lru, none\n", settings.eviction);
+                "expected a comma-separated list of lru, random, lra, lrc, none\n", settings.eviction);
         return EX_USAGE;
     }
     if (settings.daemonize && daemon(1, 0) != 0) {

@@ -13,6 +13,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+#include "item.h"
+#include "slab.h"
 
 struct evict_stack {
     const struct evict_policy *policy[EVICT_LIST_MAX];
@@ -22,8 +26,14 @@ struct evict_stack {
 
 static const struct evict_policy *const known[] = {
     &evict_policy_lru,
+    &evict_policy_random,
+    &evict_policy_lra,
+    &evict_policy_lrc,
     &evict_policy_none,
 };
+
+static _Atomic uint64_t skipped_busy;
+static _Atomic uint64_t seed_salt;
 
 static _Atomic(struct evict_stack *) current;
 static pthread_mutex_t configure_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -140,15 +150,128 @@ evict_names(char *buf, size_t cap)
     }
 }
 
+/* Is there an item-level policy after position i to fall back on? */
+static bool
+stack_has_item_level_after(const struct evict_stack *s, size_t i)
+{
+    for (size_t j = i + 1; j < s->n; j++) {
+        if (!s->policy[j]->slab_level && s->policy[j] != &evict_policy_none) {
+            return true;
+        }
+    }
+    return false;
+}
+
 evict_rstatus_t
 evict_run(uint8_t cls)
 {
     struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
 
     for (size_t i = 0; s != NULL && i < s->n; i++) {
-        if (s->policy[i]->evict(cls) == EVICT_OK) {
+        const struct evict_policy *p = s->policy[i];
+        if (p->slab_level && stack_has_item_level_after(s, i) &&
+            !evict_slab_wanted(cls)) {
+            continue;
+        }
+        if (p->evict(cls) == EVICT_OK) {
             return EVICT_OK;
         }
     }
     return EVICT_FAIL;
+}
+
+bool
+evict_slab_wanted(uint8_t cls)
+{
+    if (item_class_items(cls) == 0) {
+        return true;
+    }
+    double target = slab_demand_share(cls) * (double)slab_max_slabs();
+    return (double)slab_class_slabs(cls) + 1.0 <= target;
+}
+
+evict_rstatus_t
+evict_slab(uint32_t sid, uint8_t cls)
+{
+    switch (item_slab_evict(sid, cls)) {
+    case ITEM_SLAB_OK:
+        return EVICT_OK;
+    case ITEM_SLAB_BUSY:
+        atomic_fetch_add_explicit(&skipped_busy, 1, memory_order_relaxed);
+        return EVICT_FAIL;
+    case ITEM_SLAB_UNOWNED:
+        break;
+    }
+    return EVICT_FAIL;
+}
+
+static bool
+sid_tried(const uint32_t *tried, int n, uint32_t sid)
+{
+    for (int i = 0; i < n; i++) {
+        if (tried[i] == sid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* O(slabs) scan: one per slab evicted, i.e. per slab-size of writes. */
+evict_rstatus_t
+evict_slab_oldest(uint8_t cls, uint64_t (*age_key)(const struct slab_info *))
+{
+    uint32_t tried[EVICT_PICKS];
+    uint32_t n = slab_table_count();
+
+    for (int pick = 0; pick < EVICT_PICKS; pick++) {
+        uint32_t best = SLAB_ID_NONE;
+        uint64_t best_key = UINT64_MAX;
+        for (uint32_t sid = 0; sid < n; sid++) {
+            struct slab_info info;
+            if (!slab_table_info(sid, &info) || info.cls == 0 ||
+                sid_tried(tried, pick, sid)) {
+                continue;
+            }
+            uint64_t key = age_key(&info);
+            if (best == SLAB_ID_NONE || key < best_key) {
+                best = sid;
+                best_key = key;
+            }
+        }
+        if (best == SLAB_ID_NONE) {
+            break;
+        }
+        if (evict_slab(best, cls) == EVICT_OK) {
+            return EVICT_OK;
+        }
+        tried[pick] = best;
+    }
+    return EVICT_FAIL;
+}
+
+uint64_t
+evict_skipped_busy(void)
+{
+    return atomic_load(&skipped_busy);
+}
+
+uint64_t
+evict_random(void)
+{
+    static _Thread_local uint64_t state;
+
+    if (state == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        /* Distinct per thread even when threads start in the same ns. */
+        state = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^
+                (atomic_fetch_add(&seed_salt, 1) + 1) * 0x9e3779b97f4a7c15ull;
+        if (state == 0) {
+            state = 0x2545f4914f6cdd1dull;
+        }
+    }
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 0x2545f4914f6cdd1dull;
 }

@@ -13,6 +13,7 @@ lru_evict(uint8_t cls)
 
 const struct evict_policy evict_policy_lru = {
     .name = "lru",
+    .slab_level = false,
     .setup = NULL,
     .teardown = NULL,
     .evict = lru_evict,

@@ -13,6 +13,7 @@ none_evict(uint8_t cls)
 
 const struct evict_policy evict_policy_none = {
     .name = "none",
+    .slab_level = false,
     .setup = NULL,
     .teardown = NULL,
     .evict = none_evict,

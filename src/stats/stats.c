@@ -160,6 +160,38 @@ sum_threads(struct stats_thread *out)
 
 /* --- sections ------------------------------------------------------------------ */
 
+struct slab_evict_figures {
+#define FIGURE_FIELD(name) uint64_t name;
+    STATS_SLAB_EVICT_CLASS(FIGURE_FIELD)
+    uint64_t slab_evict_skipped_busy;
+#undef FIGURE_FIELD
+};
+
+static void
+slab_evict_class(uint8_t cls, struct slab_evict_figures *f)
+{
+    struct slab_class_stats s;
+    struct item_class_stats is;
+
+    slab_class_stats(cls, &s);
+    item_class_stats(cls, &is);
+    f->slabs_evicted = s.slabs_evicted;
+    f->slabs_gained = s.slabs_gained;
+    f->items_evicted_by_slab = is.evicted_by_slab;
+}
+
+static void
+slab_evict_global(struct slab_evict_figures *g)
+{
+    memset(g, 0, sizeof(*g));
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct slab_evict_figures f;
+        slab_evict_class(c, &f);
+        g->slabs_evicted += f.slabs_evicted;
+    }
+    g->slab_evict_skipped_busy = evict_skipped_busy();
+}
+
 static void
 emit_general(stats_emit_fn emit, void *ctx)
 {
@@ -207,6 +239,11 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "evicted_unfetched", is.evicted_unfetched);
     emit_u64(emit, ctx, "evictions", is.evictions);
     emit_u64(emit, ctx, "reclaimed", is.reclaimed);
+    struct slab_evict_figures g;
+    slab_evict_global(&g);
+#define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
+    STATS_SLAB_EVICT_GLOBAL(EMIT_GLOBAL)
+#undef EMIT_GLOBAL
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
 }
@@ -252,8 +289,8 @@ emit_slabs(stats_emit_fn emit, void *ctx)
     for (uint8_t c = 1; c <= slab_class_count(); c++) {
         struct slab_class_stats s;
         slab_class_stats(c, &s);
-        if (s.total_pages == 0) {
-            continue;
+        if (s.total_pages == 0 && s.slabs_evicted == 0) {
+            continue;           /* never held a slab */
         }
         active++;
         emit_class_u64(emit, ctx, "", c, "chunk_size", s.chunk_size);
@@ -263,6 +300,11 @@ emit_slabs(stats_emit_fn emit, void *ctx)
         emit_class_u64(emit, ctx, "", c, "used_chunks", s.used_chunks);
         emit_class_u64(emit, ctx, "", c, "free_chunks", s.free_chunks);
         emit_class_u64(emit, ctx, "", c, "free_chunks_end", 0);
+        struct slab_evict_figures f;
+        slab_evict_class(c, &f);
+#define EMIT_CLASS(name) emit_class_u64(emit, ctx, "", c, #name, f.name);
+        STATS_SLAB_EVICT_CLASS(EMIT_CLASS)
+#undef EMIT_CLASS
     }
     emit_u64(emit, ctx, "active_slabs", active);
     emit_u64(emit, ctx, "total_malloced", slab_malloced());

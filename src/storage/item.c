@@ -10,6 +10,7 @@
 #include "item.h"
 
 #include <assert.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #define ALLOC_TRIES       8     /* evict/alloc rounds before giving up */
 #define LRU_SEARCH_DEPTH  5     /* tail items examined per pull */
 #define LRU_RESCUE_MAX    32    /* active tail items given a second chance */
+#define SLAB_LOCK_TRIES   1000  /* yields waiting for a partition lock */
 
 /* Per-class LRU and counters, guarded by that class's slab lock. */
 struct lru {
@@ -37,6 +39,7 @@ struct lru {
     uint64_t     reclaimed;
     uint64_t     expired_unfetched;
     uint64_t     outofmemory;
+    uint64_t     evicted_by_slab;
 };
 
 static struct lru             lrus[SLAB_CLASS_MAX + 1];
@@ -144,6 +147,7 @@ do_item_link(struct item *it, uint32_t hv)
     it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
     atomic_fetch_add(&it->refcount, 1);
     assoc_insert(it, hv);
+    slab_touch(it->sid);
 
     slab_lock(it->cls);
     lru_push_head(l, it);
@@ -257,6 +261,7 @@ item_lru_pull_tail(uint8_t cls, bool evict_live)
         }
         if (!dead && (search->iflags & ITEM_ACTIVE) && rescues > 0) {
             search->iflags &= (uint8_t)~ITEM_ACTIVE;
+            search->time = now;         /* as memcached's bump does */
             lru_remove(l, search);
             lru_push_head(l, search);
             assoc_unlock(hv);
@@ -287,6 +292,7 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     if (cls == 0 || nkey > UINT8_MAX) {
         return ITEM_TOO_LARGE;
     }
+    slab_note_demand(cls, total);
     for (int tries = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
         it = slab_alloc(cls, &sid);
         if (it != NULL) {
@@ -318,6 +324,110 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     memcpy(item_key(it), key, nkey);
     *out = it;
     return ITEM_OK;
+}
+
+/* --- slab-level eviction ---------------------------------------------------- */
+
+/* A chunk that is neither free nor linked-and-unreferenced is in use. */
+static bool
+chunk_busy(struct item *it)
+{
+    if (it->iflags & ITEM_FREE) {
+        return false;
+    }
+    return !(it->iflags & ITEM_LINKED) || atomic_load(&it->refcount) != 1;
+}
+
+/*
+ * Take a partition lock without holding any class lock. Holders may be
+ * waiting for a class lock themselves, so waiting here (bounded) is safe
+ * where a try-once under a class lock would fail spuriously. A partition
+ * held for long (e.g. by this very thread, inside append) reads as busy.
+ */
+static bool
+assoc_lock_patiently(uint32_t hv)
+{
+    for (int i = 0; i < SLAB_LOCK_TRIES; i++) {
+        if (assoc_trylock(hv) == 0) {
+            return true;
+        }
+        sched_yield();
+    }
+    return false;
+}
+
+/* Unlink one chunk of a draining slab; false if it is in use. */
+static bool
+slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
+{
+    struct lru *l = &lrus[cls];
+
+    if (it->iflags & ITEM_FREE) {
+        return true;
+    }
+    /* The key read here may race with a free; it is re-checked below. */
+    uint32_t hv = item_hash(it);
+    if (!assoc_lock_patiently(hv)) {
+        return false;
+    }
+    slab_lock(cls);
+    bool ok = true;
+    if (!(it->iflags & ITEM_FREE)) {
+        if (chunk_busy(it) || item_hash(it) != hv) {
+            ok = false;
+        } else {
+            bool dead = item_is_dead(it, now);
+            lru_drop_locked(l, it, hv, dead, now);
+            if (!dead) {
+                /* Counted apart from LRU evictions; both are evictions. */
+                l->evicted--;
+                l->evicted_by_slab++;
+            }
+            slab_free_locked(cls, sid, it);
+        }
+    }
+    slab_unlock(cls);
+    assoc_unlock(hv);
+    return ok;
+}
+
+item_slab_status_t
+item_slab_evict(uint32_t sid, uint8_t cls)
+{
+    uint8_t vcls = slab_drain_begin(sid);
+
+    if (vcls == 0) {
+        return ITEM_SLAB_UNOWNED;
+    }
+    uint32_t n = slab_class_perslab(vcls);
+    rel_time_t now = clock_now();
+    bool ok = true;
+    /* A racy scan first: skip an obviously busy slab before dropping any. */
+    for (uint32_t i = 0; i < n && ok; i++) {
+        ok = !chunk_busy(slab_chunk(sid, i));
+    }
+    for (uint32_t i = 0; i < n && ok; i++) {
+        ok = slab_unlink_chunk(vcls, sid, slab_chunk(sid, i), now);
+    }
+    if (!ok) {
+        slab_drain_abort(vcls, sid);
+        return ITEM_SLAB_BUSY;
+    }
+    slab_drain_finish(vcls, sid);
+    /* The slab belongs to no class now; nobody else can reach it. */
+    slab_attach(cls, sid);
+    return ITEM_SLAB_OK;
+}
+
+uint64_t
+item_class_items(uint8_t cls)
+{
+    uint64_t n;
+
+    slab_lock(cls);
+    n = lrus[cls].number;
+    slab_unlock(cls);
+    return n;
 }
 
 /* --- lookups ----------------------------------------------------------------- */
@@ -371,6 +481,7 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
     it = do_item_find_why(key, nkey, hv, miss != NULL ? miss : &why);
     if (it != NULL) {
         atomic_fetch_add(&it->refcount, 1);
+        slab_touch(it->sid);
         if (touch) {
             it->exptime = exptime;
         }
@@ -630,7 +741,8 @@ item_get_stats(struct item_stats *out)
         out->curr_items += lrus[c].number;
         out->total_items += lrus[c].total_items;
         out->bytes += lrus[c].bytes;
-        out->evictions += lrus[c].evicted;
+        out->evictions += lrus[c].evicted + lrus[c].evicted_by_slab;
+        out->evicted_by_slab += lrus[c].evicted_by_slab;
         out->reclaimed += lrus[c].reclaimed;
         out->expired_unfetched += lrus[c].expired_unfetched;
         out->evicted_unfetched += lrus[c].evicted_unfetched;
@@ -654,6 +766,7 @@ item_class_stats(uint8_t cls, struct item_class_stats *out)
     out->reclaimed = l->reclaimed;
     out->expired_unfetched = l->expired_unfetched;
     out->evicted_unfetched = l->evicted_unfetched;
+    out->evicted_by_slab = l->evicted_by_slab;
     slab_unlock(cls);
 }
 
@@ -667,6 +780,7 @@ item_reset_stats(void)
         lrus[c].evicted_time = lrus[c].evicted_unfetched = 0;
         lrus[c].reclaimed = lrus[c].expired_unfetched = 0;
         lrus[c].outofmemory = 0;
+        lrus[c].evicted_by_slab = 0;
         slab_unlock(c);
     }
 }

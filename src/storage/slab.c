@@ -25,17 +25,20 @@
 struct slab {
     uint8_t             *mem;
     _Atomic uint8_t      cls;
-    _Atomic rel_time_t   created;
-    _Atomic rel_time_t   accessed;
+    _Atomic bool         draining;  /* being emptied: frees stay off lists */
+    _Atomic uint64_t     created_ms;
+    _Atomic uint64_t     accessed_ms;
 };
 
 struct slab_class {
     pthread_mutex_t lock;
     uint32_t        size;       /* chunk size */
     uint32_t        perslab;
-    uint32_t        nslabs;
+    _Atomic uint32_t nslabs;
     uint64_t        nfree;
     struct item    *free_head;
+    uint64_t        slabs_evicted;
+    uint64_t        slabs_gained;
 } __attribute__((aligned(64)));
 
 static struct slab_class classes[SLAB_CLASS_MAX + 1];
@@ -47,6 +50,8 @@ static _Atomic uint32_t  table_count;
 static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
 static _Atomic size_t    mem_malloced;
+static _Atomic uint64_t  demand[SLAB_CLASS_MAX + 1];
+static _Atomic uint64_t  demand_total;
 
 static inline struct slab *
 table_entry(uint32_t sid)
@@ -86,6 +91,10 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     atomic_store(&mem_limit, maxbytes);
     atomic_store(&mem_malloced, 0);
     atomic_store(&table_count, 0);
+    for (uint8_t c = 0; c <= SLAB_CLASS_MAX; c++) {
+        atomic_store(&demand[c], 0);
+    }
+    atomic_store(&demand_total, 0);
     return SLAB_OK;
 }
 
@@ -145,6 +154,21 @@ void
 slab_unlock(uint8_t cls)
 {
     pthread_mutex_unlock(&classes[cls].lock);
+}
+
+static void
+freelist_unlink(struct slab_class *c, struct item *it)
+{
+    if (it->prev != NULL) {
+        it->prev->next = it->next;
+    } else {
+        c->free_head = it->next;
+    }
+    if (it->next != NULL) {
+        it->next->prev = it->prev;
+    }
+    it->next = it->prev = NULL;
+    c->nfree--;
 }
 
 static void
@@ -209,11 +233,11 @@ slab_carve(uint8_t cls, uint32_t sid)
 {
     struct slab_class *c = &classes[cls];
     struct slab *s = table_entry(sid);
-    rel_time_t now = clock_now();
+    uint64_t now = clock_now_ms();
 
     atomic_store(&s->cls, cls);
-    atomic_store(&s->created, now);
-    atomic_store(&s->accessed, now);
+    atomic_store(&s->created_ms, now);
+    atomic_store(&s->accessed_ms, now);
     /* Push in reverse so chunks are handed out in address order. */
     for (uint32_t i = c->perslab; i-- > 0;) {
         struct item *it = (struct item *)(s->mem + (size_t)i * c->size);
@@ -251,7 +275,10 @@ void
 slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk)
 {
     assert(chunk->sid == sid && chunk->cls == cls);
-    (void)sid;
+    if (atomic_load_explicit(&table_entry(sid)->draining, memory_order_relaxed)) {
+        chunk->iflags = ITEM_FREE;      /* stays out of reach until detached */
+        return;
+    }
     freelist_push(&classes[cls], chunk);
 }
 
@@ -261,6 +288,168 @@ slab_free(uint8_t cls, uint32_t sid, struct item *chunk)
     pthread_mutex_lock(&classes[cls].lock);
     slab_free_locked(cls, sid, chunk);
     pthread_mutex_unlock(&classes[cls].lock);
+}
+
+/* Lock and return the class that owns sid, or 0 with nothing locked. */
+static uint8_t
+slab_lock_owner(uint32_t sid)
+{
+    if (sid >= slab_table_count()) {
+        return 0;
+    }
+    struct slab *s = table_entry(sid);
+    for (;;) {
+        uint8_t cls = atomic_load(&s->cls);
+        if (cls == 0) {
+            return 0;
+        }
+        pthread_mutex_lock(&classes[cls].lock);
+        if (atomic_load(&s->cls) == cls) {
+            return cls;
+        }
+        /* Re-carved for another class while we waited: follow it. */
+        pthread_mutex_unlock(&classes[cls].lock);
+    }
+}
+
+static inline struct item *
+chunk_at(const struct slab_class *c, const struct slab *s, uint32_t i)
+{
+    return (struct item *)(s->mem + (size_t)i * c->size);
+}
+
+uint8_t
+slab_drain_begin(uint32_t sid)
+{
+    uint8_t cls = slab_lock_owner(sid);
+
+    if (cls == 0) {
+        return 0;
+    }
+    struct slab_class *c = &classes[cls];
+    struct slab *s = table_entry(sid);
+    if (atomic_load(&s->draining)) {
+        pthread_mutex_unlock(&c->lock);
+        return 0;               /* another thread is emptying it */
+    }
+    atomic_store(&s->draining, true);
+    for (uint32_t i = 0; i < c->perslab; i++) {
+        struct item *it = chunk_at(c, s, i);
+        if (it->iflags & ITEM_FREE) {
+            freelist_unlink(c, it);
+            it->iflags = ITEM_FREE;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return cls;
+}
+
+void
+slab_drain_abort(uint8_t cls, uint32_t sid)
+{
+    struct slab_class *c = &classes[cls];
+    struct slab *s = table_entry(sid);
+
+    pthread_mutex_lock(&c->lock);
+    atomic_store(&s->draining, false);
+    for (uint32_t i = 0; i < c->perslab; i++) {
+        struct item *it = chunk_at(c, s, i);
+        if (it->iflags & ITEM_FREE) {
+            freelist_push(c, it);
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+void
+slab_drain_finish(uint8_t cls, uint32_t sid)
+{
+    struct slab_class *c = &classes[cls];
+    struct slab *s = table_entry(sid);
+
+    pthread_mutex_lock(&c->lock);
+    for (uint32_t i = 0; i < c->perslab; i++) {
+        struct item *it = chunk_at(c, s, i);
+        assert(it->iflags == ITEM_FREE && it->sid == sid);
+        it->iflags = 0;
+    }
+    atomic_store(&s->cls, 0);
+    atomic_store(&s->draining, false);
+    atomic_fetch_sub(&c->nslabs, 1);
+    c->slabs_evicted++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t
+slab_class_perslab(uint8_t cls)
+{
+    return classes[cls].perslab;
+}
+
+struct item *
+slab_chunk(uint32_t sid, uint32_t idx)
+{
+    struct slab *s = table_entry(sid);
+    uint8_t cls = atomic_load(&s->cls);
+
+    assert(cls != 0 && idx < classes[cls].perslab);
+    return chunk_at(&classes[cls], s, idx);
+}
+
+void
+slab_attach(uint8_t cls, uint32_t sid)
+{
+    struct slab_class *c = &classes[cls];
+
+    pthread_mutex_lock(&c->lock);
+    slab_carve(cls, sid);
+    c->slabs_gained++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+uint32_t
+slab_class_slabs(uint8_t cls)
+{
+    return atomic_load_explicit(&classes[cls].nslabs, memory_order_relaxed);
+}
+
+uint32_t
+slab_max_slabs(void)
+{
+    return (uint32_t)(atomic_load(&mem_limit) / slab_bytes);
+}
+
+void
+slab_note_demand(uint8_t cls, size_t bytes)
+{
+    uint64_t window = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+
+    atomic_fetch_add_explicit(&demand[cls], bytes, memory_order_relaxed);
+    uint64_t total = atomic_fetch_add_explicit(&demand_total, bytes,
+                                               memory_order_relaxed) + bytes;
+    /* One thread wins the exchange and halves every class: decay. */
+    if (total >= window &&
+        atomic_compare_exchange_strong(&demand_total, &total, total / 2)) {
+        for (uint8_t c = 1; c <= nclasses; c++) {
+            atomic_store_explicit(&demand[c],
+                atomic_load_explicit(&demand[c], memory_order_relaxed) / 2,
+                memory_order_relaxed);
+        }
+    }
+}
+
+double
+slab_demand_share(uint8_t cls)
+{
+    uint64_t sum = 0;
+
+    for (uint8_t c = 1; c <= nclasses; c++) {
+        sum += atomic_load_explicit(&demand[c], memory_order_relaxed);
+    }
+    if (sum == 0) {
+        return 0.0;
+    }
+    return (double)atomic_load_explicit(&demand[cls], memory_order_relaxed) / (double)sum;
 }
 
 uint32_t
@@ -277,8 +466,8 @@ slab_table_info(uint32_t sid, struct slab_info *out)
     }
     struct slab *s = table_entry(sid);
     out->cls = atomic_load(&s->cls);
-    out->created = atomic_load(&s->created);
-    out->accessed = atomic_load(&s->accessed);
+    out->created_ms = atomic_load(&s->created_ms);
+    out->accessed_ms = atomic_load(&s->accessed_ms);
     return true;
 }
 
@@ -286,11 +475,11 @@ void
 slab_touch(uint32_t sid)
 {
     struct slab *s = table_entry(sid);
-    rel_time_t now = clock_now();
+    uint64_t now = clock_now_ms();
 
-    /* Coarse clock: at most one store per slab per second. */
-    if (atomic_load_explicit(&s->accessed, memory_order_relaxed) != now) {
-        atomic_store_explicit(&s->accessed, now, memory_order_relaxed);
+    /* Coarse clock (a few ms): at most one store per slab per tick. */
+    if (atomic_load_explicit(&s->accessed_ms, memory_order_relaxed) != now) {
+        atomic_store_explicit(&s->accessed_ms, now, memory_order_relaxed);
     }
 }
 
@@ -328,5 +517,7 @@ slab_class_stats(uint8_t cls, struct slab_class_stats *out)
     out->total_chunks = (uint64_t)c->nslabs * c->perslab;
     out->free_chunks = c->nfree;
     out->used_chunks = out->total_chunks - c->nfree;
+    out->slabs_evicted = c->slabs_evicted;
+    out->slabs_gained = c->slabs_gained;
     pthread_mutex_unlock(&c->lock);
 }

@@ -9,12 +9,14 @@
 #include <stdatomic.h>
 
 static time_t started;
+static struct timespec started_mono;
 static _Atomic rel_time_t now_rel;
 
 void
 clock_setup(void)
 {
     started = time(NULL) - 2;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &started_mono);
     clock_tick();
 }
 
@@ -63,4 +65,15 @@ clock_exptime(int64_t exptime)
         return rel > UINT32_MAX ? UINT32_MAX : (rel_time_t)rel;
     }
     return (rel_time_t)exptime + clock_now();
+}
+
+uint64_t
+clock_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    int64_t ns = (int64_t)(ts.tv_sec - started_mono.tv_sec) * 1000000000 +
+                 (ts.tv_nsec - started_mono.tv_nsec);
+    return (uint64_t)(ns / 1000000);
 }

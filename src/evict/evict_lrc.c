@@ -1,0 +1,27 @@
+/*
+ * evict_lrc.c -- least recently created slab: FIFO by the time a slab was
+ * (re)carved. Oblivious to reads, so it suits write-once data whose value
+ * lies in its age (e.g. caches of time-ordered feeds).
+ */
+#include "evict.h"
+#include "slab.h"
+
+static uint64_t
+lrc_key(const struct slab_info *s)
+{
+    return s->created_ms;
+}
+
+static evict_rstatus_t
+lrc_evict(uint8_t cls)
+{
+    return evict_slab_oldest(cls, lrc_key);
+}
+
+const struct evict_policy evict_policy_lrc = {
+    .name = "lrc",
+    .slab_level = true,
+    .setup = NULL,
+    .teardown = NULL,
+    .evict = lrc_evict,
+};

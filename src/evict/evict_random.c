@@ -1,0 +1,30 @@
+/*
+ * evict_random.c -- twemcache's random slab eviction: pick a slab
+ * uniformly from the append-only slab table (O(1)), drop its items and
+ * re-carve it for the class that needs memory. Every pick is used; a busy
+ * slab (an item in it is referenced) is skipped and another is drawn.
+ */
+#include "evict.h"
+#include "slab.h"
+
+static evict_rstatus_t
+random_evict(uint8_t cls)
+{
+    uint32_t n = slab_table_count();
+
+    for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
+        uint32_t sid = (uint32_t)(evict_random() % n);
+        if (evict_slab(sid, cls) == EVICT_OK) {
+            return EVICT_OK;
+        }
+    }
+    return EVICT_FAIL;
+}
+
+const struct evict_policy evict_policy_random = {
+    .name = "random",
+    .slab_level = true,
+    .setup = NULL,
+    .teardown = NULL,
+    .evict = random_evict,
+};
