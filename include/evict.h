@@ -21,14 +21,21 @@
 typedef enum evict_rstatus {
     EVICT_OK,                   /* memory was freed for cls: retry alloc */
     EVICT_FAIL,                 /* this policy could not free anything */
+    EVICT_DECLINE,              /* slab-level would be worse: let the next
+                                   (item-level) policy in the stack act */
 } evict_rstatus_t;
 
+/*
+ * gated: an item-level policy follows in the stack, so a slab-level
+ * policy must ask evict_slab() to apply the rule below before dropping a
+ * slab, and stop (EVICT_DECLINE) when it says no.
+ */
 struct evict_policy {
     const char *name;
     bool            slab_level;              /* frees whole slabs */
     int             (*setup)(void);
     void            (*teardown)(void);
-    evict_rstatus_t (*evict)(uint8_t cls);   /* no storage lock held */
+    evict_rstatus_t (*evict)(uint8_t cls, bool gated); /* no lock held */
 };
 
 /* Policies, one file each under src/evict/. */
@@ -41,23 +48,28 @@ extern const struct evict_policy evict_policy_none;
 #define EVICT_PICKS 8           /* victim slabs tried before giving up */
 
 /*
- * When a stack offers an item-level policy after a slab-level one, the
- * slab-level one runs only if evict_slab_wanted(cls): the class has no
- * item of its own to evict, or it holds at least one slab fewer than its
- * share of recent allocation demand (see notes/eviction.md). A class that
- * already holds its share reuses its own LRU tail instead of dropping a
- * whole slab of another class's items for one new item.
+ * The rule for slab-level vs item-level eviction (when a stack offers
+ * both, e.g. "lra,lru"): drop the victim slab sid for class cls only if
+ * cls has no item of its own to evict, or the victim is another class's
+ * slab that was accessed no later than cls's least recently accessed
+ * slab. Then the victim is colder memory than anything cls holds, i.e.
+ * cls holds less than its share. Otherwise cls already holds colder
+ * memory of its own: it reuses its LRU tail rather than dropping a slab
+ * (thousands of items) to make room for one. See notes/eviction.md.
  */
-bool            evict_slab_wanted(uint8_t cls);
+bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
-/* Shared by slab-level policies: evict slab sid for cls, counting skips. */
-evict_rstatus_t evict_slab(uint32_t sid, uint8_t cls);
+/*
+ * Shared by slab-level policies: evict slab sid for cls (applying the
+ * rule above when gated), counting busy skips.
+ */
+evict_rstatus_t evict_slab(uint32_t sid, uint8_t cls, bool gated);
 /*
  * Shared by the age-ordered policies (lra, lrc): evict, for cls, the
  * assigned slab with the smallest age_key, skipping busy ones.
  */
 struct slab_info;
-evict_rstatus_t evict_slab_oldest(uint8_t cls,
+evict_rstatus_t evict_slab_oldest(uint8_t cls, bool gated,
                                   uint64_t (*age_key)(const struct slab_info *));
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);

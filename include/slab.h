@@ -91,17 +91,12 @@ struct item *slab_chunk(uint32_t sid, uint32_t idx);
 /* Carve an unassigned slab for cls (takes the class lock). */
 void         slab_attach(uint8_t cls, uint32_t sid);
 
+/* Least recent access time of cls's slabs; false if it holds none. */
+bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
+
 /* Slabs held now, and the most the memory limit allows. */
 uint32_t     slab_class_slabs(uint8_t cls);
 uint32_t     slab_max_slabs(void);
-
-/*
- * Recent demand: bytes of allocations requested per class, decayed by
- * halving whenever the total passes the memory limit, so it describes
- * roughly the last cache-full of writes whatever the request rate.
- */
-void         slab_note_demand(uint8_t cls, size_t bytes);
-double       slab_demand_share(uint8_t cls);
 
 /* Memory limit at run time (cache_memlimit); only caps future growth. */
 void     slab_set_limit(size_t maxbytes);

@@ -169,11 +169,8 @@ evict_run(uint8_t cls)
 
     for (size_t i = 0; s != NULL && i < s->n; i++) {
         const struct evict_policy *p = s->policy[i];
-        if (p->slab_level && stack_has_item_level_after(s, i) &&
-            !evict_slab_wanted(cls)) {
-            continue;
-        }
-        if (p->evict(cls) == EVICT_OK) {
+        bool gated = p->slab_level && stack_has_item_level_after(s, i);
+        if (p->evict(cls, gated) == EVICT_OK) {
             return EVICT_OK;
         }
     }
@@ -181,18 +178,29 @@ evict_run(uint8_t cls)
 }
 
 bool
-evict_slab_wanted(uint8_t cls)
+evict_slab_wanted(uint8_t cls, uint32_t sid)
 {
+    struct slab_info victim;
+
     if (item_class_items(cls) == 0) {
+        return true;            /* nothing of its own to reuse */
+    }
+    if (!slab_table_info(sid, &victim) || victim.cls == cls) {
+        return false;           /* its own slab: item LRU is finer */
+    }
+    uint64_t own_coldest;
+    if (!slab_class_coldest(cls, &own_coldest)) {
         return true;
     }
-    double target = slab_demand_share(cls) * (double)slab_max_slabs();
-    return (double)slab_class_slabs(cls) + 1.0 <= target;
+    return victim.accessed_ms <= own_coldest;
 }
 
 evict_rstatus_t
-evict_slab(uint32_t sid, uint8_t cls)
+evict_slab(uint32_t sid, uint8_t cls, bool gated)
 {
+    if (gated && !evict_slab_wanted(cls, sid)) {
+        return EVICT_DECLINE;
+    }
     switch (item_slab_evict(sid, cls)) {
     case ITEM_SLAB_OK:
         return EVICT_OK;
@@ -218,7 +226,8 @@ sid_tried(const uint32_t *tried, int n, uint32_t sid)
 
 /* O(slabs) scan: one per slab evicted, i.e. per slab-size of writes. */
 evict_rstatus_t
-evict_slab_oldest(uint8_t cls, uint64_t (*age_key)(const struct slab_info *))
+evict_slab_oldest(uint8_t cls, bool gated,
+                  uint64_t (*age_key)(const struct slab_info *))
 {
     uint32_t tried[EVICT_PICKS];
     uint32_t n = slab_table_count();
@@ -226,6 +235,7 @@ evict_slab_oldest(uint8_t cls, uint64_t (*age_key)(const struct slab_info *))
     for (int pick = 0; pick < EVICT_PICKS; pick++) {
         uint32_t best = SLAB_ID_NONE;
         uint64_t best_key = UINT64_MAX;
+        bool best_own = false;
         for (uint32_t sid = 0; sid < n; sid++) {
             struct slab_info info;
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
@@ -233,16 +243,21 @@ evict_slab_oldest(uint8_t cls, uint64_t (*age_key)(const struct slab_info *))
                 continue;
             }
             uint64_t key = age_key(&info);
-            if (best == SLAB_ID_NONE || key < best_key) {
+            bool own = info.cls == cls;
+            /* On a tie, take memory from another class: cls gains. */
+            if (best == SLAB_ID_NONE || key < best_key ||
+                (key == best_key && best_own && !own)) {
                 best = sid;
                 best_key = key;
+                best_own = own;
             }
         }
         if (best == SLAB_ID_NONE) {
             break;
         }
-        if (evict_slab(best, cls) == EVICT_OK) {
-            return EVICT_OK;
+        evict_rstatus_t st = evict_slab(best, cls, gated);
+        if (st != EVICT_FAIL) {
+            return st;
         }
         tried[pick] = best;
     }

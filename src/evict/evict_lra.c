@@ -15,9 +15,9 @@ lra_key(const struct slab_info *s)
 }
 
 static evict_rstatus_t
-lra_evict(uint8_t cls)
+lra_evict(uint8_t cls, bool gated)
 {
-    return evict_slab_oldest(cls, lra_key);
+    return evict_slab_oldest(cls, gated, lra_key);
 }
 
 const struct evict_policy evict_policy_lra = {

@@ -13,9 +13,9 @@ lrc_key(const struct slab_info *s)
 }
 
 static evict_rstatus_t
-lrc_evict(uint8_t cls)
+lrc_evict(uint8_t cls, bool gated)
 {
-    return evict_slab_oldest(cls, lrc_key);
+    return evict_slab_oldest(cls, gated, lrc_key);
 }
 
 const struct evict_policy evict_policy_lrc = {

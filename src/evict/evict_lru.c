@@ -6,8 +6,9 @@
 #include "item.h"
 
 static evict_rstatus_t
-lru_evict(uint8_t cls)
+lru_evict(uint8_t cls, bool gated)
 {
+    (void)gated;
     return item_lru_pull_tail(cls, true) > 0 ? EVICT_OK : EVICT_FAIL;
 }
 

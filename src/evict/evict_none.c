@@ -5,8 +5,9 @@
 #include "evict.h"
 
 static evict_rstatus_t
-none_evict(uint8_t cls)
+none_evict(uint8_t cls, bool gated)
 {
+    (void)gated;
     (void)cls;
     return EVICT_FAIL;
 }

@@ -8,14 +8,15 @@
 #include "slab.h"
 
 static evict_rstatus_t
-random_evict(uint8_t cls)
+random_evict(uint8_t cls, bool gated)
 {
     uint32_t n = slab_table_count();
 
     for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid = (uint32_t)(evict_random() % n);
-        if (evict_slab(sid, cls) == EVICT_OK) {
-            return EVICT_OK;
+        evict_rstatus_t st = evict_slab(sid, cls, gated);
+        if (st != EVICT_FAIL) {
+            return st;
         }
     }
     return EVICT_FAIL;

@@ -292,7 +292,6 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     if (cls == 0 || nkey > UINT8_MAX) {
         return ITEM_TOO_LARGE;
     }
-    slab_note_demand(cls, total);
     for (int tries = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
         it = slab_alloc(cls, &sid);
         if (it != NULL) {

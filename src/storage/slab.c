@@ -50,8 +50,6 @@ static _Atomic uint32_t  table_count;
 static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
 static _Atomic size_t    mem_malloced;
-static _Atomic uint64_t  demand[SLAB_CLASS_MAX + 1];
-static _Atomic uint64_t  demand_total;
 
 static inline struct slab *
 table_entry(uint32_t sid)
@@ -91,10 +89,6 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     atomic_store(&mem_limit, maxbytes);
     atomic_store(&mem_malloced, 0);
     atomic_store(&table_count, 0);
-    for (uint8_t c = 0; c <= SLAB_CLASS_MAX; c++) {
-        atomic_store(&demand[c], 0);
-    }
-    atomic_store(&demand_total, 0);
     return SLAB_OK;
 }
 
@@ -419,37 +413,24 @@ slab_max_slabs(void)
     return (uint32_t)(atomic_load(&mem_limit) / slab_bytes);
 }
 
-void
-slab_note_demand(uint8_t cls, size_t bytes)
+bool
+slab_class_coldest(uint8_t cls, uint64_t *accessed_ms)
 {
-    uint64_t window = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+    uint32_t n = slab_table_count();
+    bool found = false;
 
-    atomic_fetch_add_explicit(&demand[cls], bytes, memory_order_relaxed);
-    uint64_t total = atomic_fetch_add_explicit(&demand_total, bytes,
-                                               memory_order_relaxed) + bytes;
-    /* One thread wins the exchange and halves every class: decay. */
-    if (total >= window &&
-        atomic_compare_exchange_strong(&demand_total, &total, total / 2)) {
-        for (uint8_t c = 1; c <= nclasses; c++) {
-            atomic_store_explicit(&demand[c],
-                atomic_load_explicit(&demand[c], memory_order_relaxed) / 2,
-                memory_order_relaxed);
+    for (uint32_t sid = 0; sid < n; sid++) {
+        struct slab *s = table_entry(sid);
+        if (atomic_load_explicit(&s->cls, memory_order_relaxed) != cls) {
+            continue;
+        }
+        uint64_t t = atomic_load_explicit(&s->accessed_ms, memory_order_relaxed);
+        if (!found || t < *accessed_ms) {
+            *accessed_ms = t;
+            found = true;
         }
     }
-}
-
-double
-slab_demand_share(uint8_t cls)
-{
-    uint64_t sum = 0;
-
-    for (uint8_t c = 1; c <= nclasses; c++) {
-        sum += atomic_load_explicit(&demand[c], memory_order_relaxed);
-    }
-    if (sum == 0) {
-        return 0.0;
-    }
-    return (double)atomic_load_explicit(&demand[cls], memory_order_relaxed) / (double)sum;
+    return found;
 }
 
 uint32_t

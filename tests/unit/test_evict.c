@@ -1,0 +1,569 @@
+/*
+ * test_evict.c -- unit tests for the eviction policies (include/evict.h):
+ * victim choice of random / lra / lrc, the busy-slab skip, re-carving,
+ * the per-class and global counters, the stacking gate, and a stress test
+ * of readers verifying values while writers force slab evictions.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "assoc.h"
+#include "clock.h"
+#include "evict.h"
+#include "item.h"
+#include "slab.h"
+
+#define SLAB_SZ   (64 * 1024)
+#define NSLABS    8
+#define SMALL_LEN 40            /* class A values */
+#define LARGE_LEN 20000         /* class B values */
+
+static void
+setup_with(size_t slabs, const char *policy)
+{
+    clock_setup();
+    ck_assert_int_eq(evict_setup(policy), 0);
+    ck_assert_int_eq(slab_setup(slabs * SLAB_SZ, SLAB_SZ, 2.0, 48,
+                                item_total_size(0, 0) - 2), SLAB_OK);
+    ck_assert_int_eq(assoc_setup(12), 0);
+    ck_assert_int_eq(item_setup(true), 0);
+}
+
+static void
+setup(void)
+{
+    setup_with(NSLABS, "none");
+}
+
+static void
+teardown(void)
+{
+    item_teardown();
+    assoc_teardown();
+    slab_teardown();
+    evict_teardown();
+}
+
+/* Deterministic value bytes: any torn or foreign value fails verify. */
+static char
+pattern(const char *key, size_t nkey, uint32_t len, uint32_t i)
+{
+    uint32_t h = 2166136261u;
+    for (size_t k = 0; k < nkey; k++) {
+        h = (h ^ (uint8_t)key[k]) * 16777619u;
+    }
+    return (char)('a' + (h + len * 7 + i) % 26);
+}
+
+static item_status_t
+store(const char *key, uint32_t len)
+{
+    struct item *it;
+    size_t nkey = strlen(key);
+    item_status_t st = item_alloc(key, nkey, 0, 0, len, &it);
+
+    if (st != ITEM_OK) {
+        return st;
+    }
+    for (uint32_t i = 0; i < len; i++) {
+        item_value(it)[i] = pattern(key, nkey, len, i);
+    }
+    memcpy(item_value(it) + len, "\r\n", 2);
+    st = item_store(it, ITEM_OP_SET, 0);
+    item_release(it);
+    return st;
+}
+
+static bool
+verify(struct item *it)
+{
+    uint32_t len = item_vlen(it);
+    const char *v = item_value(it);
+
+    for (uint32_t i = 0; i < len; i++) {
+        if (v[i] != pattern(item_key(it), it->nkey, len, i)) {
+            return false;
+        }
+    }
+    return v[len] == '\r' && v[len + 1] == '\n';
+}
+
+/* Fill every slab with class-A items (policy none: until refused). */
+static uint32_t
+fill_small(const char *prefix)
+{
+    char key[32];
+    uint32_t n = 0;
+
+    for (;;) {
+        snprintf(key, sizeof(key), "%s%u", prefix, n);
+        if (store(key, SMALL_LEN) != ITEM_OK) {
+            break;
+        }
+        n++;
+    }
+    return n;
+}
+
+static uint8_t
+cls_of(uint32_t len)
+{
+    return slab_clsid(item_total_size(8, len));
+}
+
+static uint32_t
+slabs_of(uint8_t cls)
+{
+    struct slab_class_stats s;
+    slab_class_stats(cls, &s);
+    return s.total_pages;
+}
+
+static uint8_t
+owner(uint32_t sid)
+{
+    struct slab_info info;
+    ck_assert(slab_table_info(sid, &info));
+    return info.cls;
+}
+
+/*
+ * Read (and so touch) one item of slab sid. fill_small() stores keys in
+ * chunk order, so key sid * perslab is the first item of slab sid; only
+ * that slab is touched.
+ */
+static void
+key_in_slab(const char *prefix, uint32_t n, uint32_t sid, char *out, size_t cap)
+{
+    uint32_t idx = sid * slab_class_perslab(cls_of(SMALL_LEN));
+
+    ck_assert_uint_lt(idx, n);
+    snprintf(out, cap, "%s%u", prefix, idx);
+    struct item *it = item_get(out, strlen(out), false, 0, NULL);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_uint_eq(it->sid, sid);
+    item_release(it);
+}
+
+START_TEST(test_none_refuses_when_full)
+{
+    uint32_t n = fill_small("a");
+    ck_assert_uint_gt(n, 0);
+    ck_assert_uint_eq(slab_table_count(), NSLABS);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_NO_MEMORY);
+    ck_assert_uint_eq(slabs_of(cls_of(SMALL_LEN)), NSLABS);
+}
+END_TEST
+
+START_TEST(test_random_moves_a_slab)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t n = fill_small("a");
+    struct item_stats before, after;
+
+    item_get_stats(&before);
+    ck_assert_int_eq(evict_configure("random", 6), 0);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);
+
+    ck_assert_uint_eq(slab_table_count(), NSLABS);      /* re-carved, not new */
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    struct slab_class_stats sa, sb;
+    slab_class_stats(a, &sa);
+    slab_class_stats(b, &sb);
+    ck_assert_uint_eq(sa.slabs_evicted, 1);
+    ck_assert_uint_eq(sb.slabs_gained, 1);
+    ck_assert_uint_eq(sb.used_chunks, 1);
+    ck_assert_uint_eq(sb.total_chunks, slab_class_perslab(b));
+
+    item_get_stats(&after);
+    uint32_t perslab = slab_class_perslab(a);
+    ck_assert_uint_eq(after.evicted_by_slab - before.evicted_by_slab, perslab);
+    ck_assert_uint_eq(after.evictions - before.evictions, perslab);
+    ck_assert_uint_eq(after.curr_items, (uint64_t)n - perslab + 1);
+    struct item_class_stats ia;
+    item_class_stats(a, &ia);
+    ck_assert_uint_eq(ia.evicted_by_slab, perslab);
+}
+END_TEST
+
+START_TEST(test_random_uses_every_slab)
+{
+    /* Over many picks every slab id is chosen (uniform, seeded, no pick
+     * thrown away): P(some slab never chosen in 100) is about 1e-5. */
+    uint8_t a = cls_of(SMALL_LEN);
+    bool seen[NSLABS] = { false };
+
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("random", 6), 0);
+    for (int round = 0; round < 100; round++) {
+        uint64_t created[NSLABS];
+        struct slab_info info;
+        for (uint32_t sid = 0; sid < NSLABS; sid++) {
+            ck_assert(slab_table_info(sid, &info));
+            created[sid] = info.created_ms;
+        }
+        usleep(6 * 1000);       /* the coarse ms clock must move */
+        ck_assert_int_eq(evict_run(a), EVICT_OK);
+        int changed = 0;
+        for (uint32_t sid = 0; sid < NSLABS; sid++) {
+            ck_assert(slab_table_info(sid, &info));
+            if (info.created_ms != created[sid]) {
+                seen[sid] = true;
+                changed++;
+            }
+        }
+        ck_assert_int_eq(changed, 1);   /* exactly one slab re-carved */
+    }
+    for (int i = 0; i < NSLABS; i++) {
+        ck_assert_msg(seen[i], "slab %d never chosen", i);
+    }
+}
+END_TEST
+
+START_TEST(test_lra_picks_least_recently_accessed)
+{
+    uint8_t b = cls_of(LARGE_LEN);
+    uint32_t n = fill_small("a");
+    char key[32];
+
+    usleep(30 * 1000);
+    /* Read one item in every slab but slab 3: it becomes the coldest. */
+    for (uint32_t sid = 0; sid < NSLABS; sid++) {
+        if (sid == 3) {
+            continue;
+        }
+        key_in_slab("a", n, sid, key, sizeof(key));
+    }
+    ck_assert_int_eq(evict_configure("lra", 3), 0);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(owner(3), b);
+    for (uint32_t sid = 0; sid < NSLABS; sid++) {
+        if (sid != 3) {
+            ck_assert_uint_ne(owner(sid), b);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_lrc_picks_least_recently_created)
+{
+    uint8_t b = cls_of(LARGE_LEN);
+    uint32_t n = fill_small("a");
+    char key[32];
+
+    /* Slab 0 was carved first; reading it makes it hot for lra, not lrc. */
+    usleep(30 * 1000);
+    key_in_slab("a", n, 0, key, sizeof(key));
+    ck_assert_int_eq(evict_configure("lrc", 3), 0);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(owner(0), b);
+
+    /* The re-carved slab is now the youngest: the next victim is slab 1. */
+    struct slab_info info;
+    ck_assert(slab_table_info(0, &info));
+    uint64_t created = info.created_ms;
+    for (uint32_t sid = 1; sid < NSLABS; sid++) {
+        ck_assert(slab_table_info(sid, &info));
+        ck_assert_uint_ge(created, info.created_ms);
+    }
+    ck_assert_int_eq(store("big2", LARGE_LEN), ITEM_OK);   /* fits in slab 0 */
+    ck_assert_int_eq(store("big3", LARGE_LEN), ITEM_OK);
+    ck_assert_int_eq(store("big4", LARGE_LEN), ITEM_OK);
+    ck_assert_int_eq(store("big5", LARGE_LEN), ITEM_OK);   /* needs a slab */
+    ck_assert_uint_eq(owner(1), b);
+}
+END_TEST
+
+START_TEST(test_busy_slab_is_skipped)
+{
+    uint8_t b = cls_of(LARGE_LEN);
+    uint32_t n = fill_small("a");
+    char key[32];
+
+    /* The coldest slab (5) holds an item being "sent": it must be skipped. */
+    char held_key[32];
+    key_in_slab("a", n, 5, held_key, sizeof(held_key));
+    struct item *held = item_get(held_key, strlen(held_key), false, 0, NULL);
+    ck_assert_ptr_nonnull(held);
+    ck_assert_uint_eq(held->sid, 5);
+    /* Access order made: slab 5 (fill time), then slab 3, then the rest. */
+    usleep(30 * 1000);
+    key_in_slab("a", n, 3, key, sizeof(key));
+    usleep(30 * 1000);
+    for (uint32_t sid = 0; sid < NSLABS; sid++) {
+        if (sid != 3 && sid != 5) {
+            key_in_slab("a", n, sid, key, sizeof(key));
+        }
+    }
+    char before[SMALL_LEN];
+    memcpy(before, item_value(held), SMALL_LEN);
+
+    uint64_t skipped = evict_skipped_busy();
+    ck_assert_int_eq(evict_configure("lra", 3), 0);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(evict_skipped_busy(), skipped + 1);
+    ck_assert_uint_ne(owner(5), b);             /* never under the reader */
+    ck_assert_uint_eq(owner(3), b);             /* the next coldest */
+    ck_assert_mem_eq(item_value(held), before, SMALL_LEN);
+    ck_assert(verify(held));
+    item_release(held);
+}
+END_TEST
+
+START_TEST(test_gate_prefers_own_tail_when_class_has_its_share)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    char key[32];
+
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
+    /* All memory is A's: its coldest memory is its own, so it reuses its
+     * LRU tail instead of dropping one of its own slabs. */
+    ck_assert(!evict_slab_wanted(a, 0));
+    for (int i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "more%d", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    struct slab_class_stats sa;
+    slab_class_stats(a, &sa);
+    ck_assert_uint_eq(sa.slabs_evicted, 0);
+    struct item_stats is;
+    item_get_stats(&is);
+    ck_assert_uint_ge(is.evictions, 200);
+    ck_assert_uint_eq(is.evicted_by_slab, 0);
+}
+END_TEST
+
+START_TEST(test_gate_moves_colder_slabs_to_the_class)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    char key[32];
+
+    fill_small("a");
+    usleep(30 * 1000);          /* A's slabs are now colder than new ones */
+    ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
+    /* A class with no items of its own always gets a slab. */
+    ck_assert(evict_slab_wanted(b, 0));
+    ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    /* A's untouched slabs are colder than anything B holds: B takes them
+     * all; then its coldest memory is its own and it evicts items. */
+    for (int i = 1; i < 40; i++) {
+        snprintf(key, sizeof(key), "b%d", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), NSLABS);
+    ck_assert_uint_eq(slabs_of(a), 0);
+    struct item_class_stats ib;
+    item_class_stats(b, &ib);
+    ck_assert_uint_gt(ib.evicted, 0);           /* item-level, by its LRU */
+    ck_assert_uint_eq(ib.evicted_by_slab, 0);   /* never its own slab */
+}
+END_TEST
+
+START_TEST(test_gate_keeps_warmer_slabs)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t n = fill_small("a");
+    uint32_t per_b;
+    char key[32];
+
+    ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
+    per_b = slab_class_perslab(b);
+    for (uint32_t i = 0; i < per_b; i++) {         /* fill B's one slab */
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), 1);
+    usleep(30 * 1000);
+    for (uint32_t sid = 0; sid < NSLABS; sid++) {
+        if (owner(sid) == a) {
+            key_in_slab("a", n, sid, key, sizeof(key));     /* A is warm */
+        }
+    }
+    /* Every A slab was used after B's only slab: B's own memory is the
+     * coldest, so B evicts its own LRU tail and A keeps its slabs. */
+    ck_assert(!evict_slab_wanted(b, NSLABS - 1));
+    ck_assert_int_eq(store("bnew", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
+    struct item_class_stats ib;
+    item_class_stats(b, &ib);
+    ck_assert_uint_eq(ib.evicted, 1);
+    ck_assert_ptr_null(item_get("b0", 2, false, 0, NULL));  /* B's LRU tail */
+}
+END_TEST
+
+START_TEST(test_configure_validates)
+{
+    char names[EVICT_NAMES_MAX];
+
+    ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
+    evict_names(names, sizeof(names));
+    ck_assert_str_eq(names, "lra,lru");
+    ck_assert_int_eq(evict_configure("bogus", 5), -1);
+    ck_assert_int_eq(evict_configure("lra,lra", 7), -1);
+    ck_assert_int_eq(evict_configure("", 0), -1);
+    ck_assert_int_eq(evict_configure("lra,", 4), -1);
+    evict_names(names, sizeof(names));
+    ck_assert_str_eq(names, "lra,lru");
+    ck_assert_int_eq(evict_configure("random,lrc,lru,none", 19), 0);
+    evict_names(names, sizeof(names));
+    ck_assert_str_eq(names, "random,lrc,lru,none");
+}
+END_TEST
+
+/* --- stress: readers verify values while writers force slab evictions --- */
+
+#define STRESS_KEYS     2000
+#define STRESS_READERS  3
+#define STRESS_WRITERS  2
+#define STRESS_OPS      40000
+
+static _Atomic uint64_t bad_values;
+static _Atomic uint64_t hits;
+
+static uint32_t
+stress_len(uint64_t r)
+{
+    static const uint32_t sizes[] = { 30, 300, 3000, 12000 };
+    return sizes[r % 4] + (uint32_t)(r >> 8) % 50;
+}
+
+static uint64_t
+next_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void *
+stress_writer(void *arg)
+{
+    uint64_t s = (uintptr_t)arg * 7919 + 17;
+    char key[32];
+
+    for (int i = 0; i < STRESS_OPS; i++) {
+        uint64_t r = next_rand(&s);
+        snprintf(key, sizeof(key), "k%u", (unsigned)(r % STRESS_KEYS));
+        store(key, stress_len(r >> 16));
+    }
+    return NULL;
+}
+
+static void *
+stress_reader(void *arg)
+{
+    uint64_t s = (uintptr_t)arg * 104729 + 3;
+    char key[32];
+
+    for (int i = 0; i < STRESS_OPS; i++) {
+        uint64_t r = next_rand(&s);
+        snprintf(key, sizeof(key), "k%u", (unsigned)(r % STRESS_KEYS));
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        if (it == NULL) {
+            continue;
+        }
+        atomic_fetch_add(&hits, 1);
+        /* Hold it a little, as a socket write would, then check it. */
+        if ((r & 7) == 0) {
+            sched_yield();
+        }
+        if (it->nkey != strlen(key) || memcmp(item_key(it), key, it->nkey) != 0 ||
+            !verify(it)) {
+            atomic_fetch_add(&bad_values, 1);
+        }
+        item_release(it);
+    }
+    return NULL;
+}
+
+static void
+stress_run(const char *policy)
+{
+    pthread_t th[STRESS_READERS + STRESS_WRITERS];
+
+    setup_with(NSLABS, policy);
+    atomic_store(&bad_values, 0);
+    atomic_store(&hits, 0);
+    for (uintptr_t i = 0; i < STRESS_WRITERS; i++) {
+        pthread_create(&th[i], NULL, stress_writer, (void *)(i + 1));
+    }
+    for (uintptr_t i = 0; i < STRESS_READERS; i++) {
+        pthread_create(&th[STRESS_WRITERS + i], NULL, stress_reader, (void *)(i + 1));
+    }
+    for (size_t i = 0; i < STRESS_READERS + STRESS_WRITERS; i++) {
+        pthread_join(th[i], NULL);
+    }
+    struct item_stats is;
+    item_get_stats(&is);
+    uint64_t moved = 0;
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct slab_class_stats sc;
+        slab_class_stats(c, &sc);
+        moved += sc.slabs_evicted;
+    }
+    teardown();
+    ck_assert_uint_eq(atomic_load(&bad_values), 0);
+    ck_assert_uint_gt(atomic_load(&hits), 1000);     /* readers did read */
+    ck_assert_uint_gt(moved, 20);                    /* slabs did move */
+    ck_assert_uint_gt(is.evicted_by_slab, 0);
+}
+
+START_TEST(test_stress_random)
+{
+    stress_run("random");
+}
+END_TEST
+
+START_TEST(test_stress_lra_lru)
+{
+    stress_run("lra,lru");
+}
+END_TEST
+
+static Suite *
+evict_suite(void)
+{
+    Suite *s = suite_create("evict");
+    TCase *tc = tcase_create("policies");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_none_refuses_when_full);
+    tcase_add_test(tc, test_random_moves_a_slab);
+    tcase_add_test(tc, test_random_uses_every_slab);
+    tcase_add_test(tc, test_lra_picks_least_recently_accessed);
+    tcase_add_test(tc, test_lrc_picks_least_recently_created);
+    tcase_add_test(tc, test_busy_slab_is_skipped);
+    tcase_add_test(tc, test_gate_prefers_own_tail_when_class_has_its_share);
+    tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
+    tcase_add_test(tc, test_gate_keeps_warmer_slabs);
+    tcase_add_test(tc, test_configure_validates);
+    suite_add_tcase(s, tc);
+
+    TCase *stress = tcase_create("stress");
+    tcase_set_timeout(stress, 120);
+    tcase_add_test(stress, test_stress_random);
+    tcase_add_test(stress, test_stress_lra_lru);
+    suite_add_tcase(s, stress);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(evict_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
