@@ -428,6 +428,7 @@ END_TEST
 
 static _Atomic uint64_t bad_values;
 static _Atomic uint64_t hits;
+static _Atomic int      writers_left;
 
 static uint32_t
 stress_len(uint64_t r)
@@ -456,6 +457,7 @@ stress_writer(void *arg)
         snprintf(key, sizeof(key), "k%u", (unsigned)(r % STRESS_KEYS));
         store(key, stress_len(r >> 16));
     }
+    atomic_fetch_sub(&writers_left, 1);
     return NULL;
 }
 
@@ -465,7 +467,11 @@ stress_reader(void *arg)
     uint64_t s = (uintptr_t)arg * 104729 + 3;
     char key[32];
 
-    for (int i = 0; i < STRESS_OPS; i++) {
+    /* Read for as long as slabs are moving (and at least STRESS_OPS). */
+    for (long i = 0; i < STRESS_OPS * 20L; i++) {
+        if (i >= STRESS_OPS && atomic_load(&writers_left) == 0) {
+            break;
+        }
         uint64_t r = next_rand(&s);
         snprintf(key, sizeof(key), "k%u", (unsigned)(r % STRESS_KEYS));
         struct item *it = item_get(key, strlen(key), false, 0, NULL);
@@ -494,6 +500,9 @@ stress_run(const char *policy)
     setup_with(NSLABS, policy);
     atomic_store(&bad_values, 0);
     atomic_store(&hits, 0);
+    atomic_store(&writers_left, STRESS_WRITERS);
+    stress_writer((void *)(uintptr_t)99);      /* populate before racing */
+    atomic_store(&writers_left, STRESS_WRITERS);
     for (uintptr_t i = 0; i < STRESS_WRITERS; i++) {
         pthread_create(&th[i], NULL, stress_writer, (void *)(i + 1));
     }
