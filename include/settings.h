@@ -45,7 +45,7 @@
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
     X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "verbose (-v) or very verbose (-vv) logging") \
     X(extended,        STR,   'o', "extended",            NULL,        0,   0,           "comma separated extended options") \
-    X(eviction,        STR,   0,   "eviction",            "lra,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")
+    X(eviction,        STR,   0,   "eviction",            "lrc,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")
 
 struct settings {
 #define SETTINGS_FIELD(name, kind, s, l, def, min, max, help) SETTINGS_CTYPE_##kind name;
