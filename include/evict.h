@@ -26,16 +26,25 @@ typedef enum evict_rstatus {
 } evict_rstatus_t;
 
 /*
- * gated: an item-level policy follows in the stack, so a slab-level
- * policy must ask evict_slab() to apply the rule below before dropping a
- * slab, and stop (EVICT_DECLINE) when it says no.
+ * One eviction request: free memory usable by class cls. gated: an
+ * item-level policy follows in the stack, so a slab-level policy must let
+ * evict_slab() apply the rule below and stop (EVICT_DECLINE) when it says
+ * no. batch: an item-level policy may free up to this many items under one
+ * lock hold. *freed receives the chunks made available to cls.
  */
+struct evict_req {
+    uint8_t  cls;
+    bool     gated;
+    uint32_t batch;
+    uint32_t freed;
+};
+
 struct evict_policy {
     const char *name;
     bool            slab_level;              /* frees whole slabs */
     int             (*setup)(void);
     void            (*teardown)(void);
-    evict_rstatus_t (*evict)(uint8_t cls, bool gated); /* no lock held */
+    evict_rstatus_t (*evict)(struct evict_req *req);  /* no lock held */
 };
 
 /* Policies, one file each under src/evict/. */
@@ -63,13 +72,13 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
  * Shared by slab-level policies: evict slab sid for cls (applying the
  * rule above when gated), counting busy skips.
  */
-evict_rstatus_t evict_slab(uint32_t sid, uint8_t cls, bool gated);
+evict_rstatus_t evict_slab(uint32_t sid, struct evict_req *req);
 /*
  * Shared by the age-ordered policies (lra, lrc): evict, for cls, the
  * assigned slab with the smallest age_key, skipping busy ones.
  */
 struct slab_info;
-evict_rstatus_t evict_slab_oldest(uint8_t cls, bool gated,
+evict_rstatus_t evict_slab_oldest(struct evict_req *req,
                                   uint64_t (*age_key)(const struct slab_info *));
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
@@ -87,6 +96,24 @@ void            evict_teardown(void);
 int             evict_configure(const char *list, size_t len);
 /* The current stack as "a,b", NUL-terminated, into buf. */
 void            evict_names(char *buf, size_t cap);
-evict_rstatus_t evict_run(uint8_t cls);
+/*
+ * Try the stack in order until one policy frees memory for cls; up to
+ * batch items for an item-level policy. *freed (may be NULL) receives the
+ * chunks made available.
+ */
+evict_rstatus_t evict_run(uint8_t cls, uint32_t batch, uint32_t *freed);
+
+/*
+ * Background evictor: a thread that keeps `reserve` free chunks in every
+ * class that allocates while memory is full, evicting through the same
+ * stack in batches, so sets rarely evict inline. It sleeps on a condition
+ * variable until storage reports a class running low.
+ */
+int             evict_bg_start(uint32_t reserve, uint32_t batch);
+void            evict_bg_stop(void);
+/* Storage: class cls has fewer than the reserve free (cheap if repeated). */
+void            evict_bg_notify(uint8_t cls);
+uint32_t        evict_bg_reserve(void);           /* 0 when not running */
+void            evict_bg_stats(uint64_t *runs, uint64_t *evictions);
 
 #endif

@@ -137,11 +137,11 @@ item_status_t item_arith(const char *key, size_t nkey, bool incr,
 void          item_flush(int64_t delay);
 
 /*
- * For eviction policies: free the LRU tail of class cls. With
- * evict_live false only expired or flushed items are reclaimed.
- * Returns how many chunks were freed into the class.
+ * For eviction policies: free up to max items from the LRU tail of class
+ * cls under one lock hold. With evict_live false only expired or flushed
+ * items are reclaimed. Returns how many chunks were freed into the class.
  */
-uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live);
+uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max);
 
 typedef enum item_slab_status {
     ITEM_SLAB_OK,       /* emptied and re-carved for the target class */

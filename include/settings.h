@@ -54,6 +54,9 @@ struct settings {
     /* derived at parse time */
     size_t   maxbytes;          /* memory_mb in bytes */
     uint32_t hashpower;         /* -o hashpower=N (initial table size) */
+    bool     bg_evict;          /* -o bg_evict=0|1: background evictor */
+    uint32_t bg_reserve;        /* -o bg_evict_reserve=N free chunks/class */
+    uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
 };
 
 extern struct settings settings;

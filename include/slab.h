@@ -91,6 +91,11 @@ struct item *slab_chunk(uint32_t sid, uint32_t idx);
 /* Carve an unassigned slab for cls (takes the class lock). */
 void         slab_attach(uint8_t cls, uint32_t sid);
 
+/* Free chunks of cls now (read without the lock: a hint). */
+uint64_t     slab_class_free(uint8_t cls);
+/* No new slab fits under the memory limit. */
+bool         slab_at_limit(void);
+
 /* Least recent access time of cls's slabs; false if it holds none. */
 bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
 

@@ -203,9 +203,14 @@ main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
+    if (settings.bg_evict && evict_bg_start(settings.bg_reserve, settings.bg_batch) != 0) {
+        fprintf(stderr, "slabcache: cannot start the background evictor\n");
+        return EXIT_FAILURE;
+    }
 
     int rc = run();
 
+    evict_bg_stop();
     stats_teardown();
     evict_teardown();
     storage_teardown();

@@ -55,6 +55,9 @@ settings_defaults(void)
     SETTINGS_OPTIONS(SET_DEFAULT)
 #undef SET_DEFAULT
     settings.hashpower = 16;
+    settings.bg_evict = false;
+    settings.bg_reserve = 64;
+    settings.bg_batch = 32;
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
 }
 
@@ -173,6 +176,36 @@ apply_option(const struct opt_desc *d, const char *arg)
     return 0;
 }
 
+/* Extended (-o) options slabcache reads: name=number within [min, max]. */
+static void set_hashpower(long v)  { settings.hashpower = (uint32_t)v; }
+static void set_bg_evict(long v)   { settings.bg_evict = v != 0; }
+static void set_bg_reserve(long v) { settings.bg_reserve = (uint32_t)v; }
+static void set_bg_batch(long v)   { settings.bg_batch = (uint32_t)v; }
+
+struct ext_num {
+    const char *name;
+    long        min, max;
+    void      (*apply)(long v);
+};
+
+static const struct ext_num ext_nums[] = {
+    { "hashpower",        12, 32,      set_hashpower },
+    { "bg_evict",         0,  1,       set_bg_evict },
+    { "bg_evict_reserve", 1,  1000000, set_bg_reserve },
+    { "bg_evict_batch",   1,  10000,   set_bg_batch },
+};
+
+static const struct ext_num *
+ext_num_find(const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof(ext_nums) / sizeof(ext_nums[0]); i++) {
+        if (strlen(ext_nums[i].name) == n && memcmp(ext_nums[i].name, name, n) == 0) {
+            return &ext_nums[i];
+        }
+    }
+    return NULL;
+}
+
 static bool
 ext_is_ignored(const char *name, size_t n)
 {
@@ -204,12 +237,16 @@ apply_extended(const char *list)
             memcpy(value, eq + 1, vlen);
             value[vlen] = '\0';
         }
-        if (nlen == 9 && memcmp(p, "hashpower", 9) == 0) {
-            long hp;
-            if (!parse_long(value, 10, &hp) || hp < 12 || hp > 32) {
-                return usage_error("-o hashpower", value, "must be between 12 and 32");
+        const struct ext_num *num = ext_num_find(p, nlen);
+        if (num != NULL) {
+            long v;
+            if (!parse_long(value, 10, &v) || v < num->min || v > num->max) {
+                char why[64];
+                snprintf(why, sizeof(why), "must be between %ld and %ld",
+                         num->min, num->max);
+                return usage_error(num->name, value, why);
             }
-            settings.hashpower = (uint32_t)hp;
+            num->apply(v);
         } else if (!ext_is_ignored(p, nlen)) {
             char opt[64];
             snprintf(opt, sizeof(opt), "%.*s", (int)nlen, p);

@@ -163,14 +163,19 @@ stack_has_item_level_after(const struct evict_stack *s, size_t i)
 }
 
 evict_rstatus_t
-evict_run(uint8_t cls)
+evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
 {
     struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+    struct evict_req req = { .cls = cls, .batch = batch > 0 ? batch : 1 };
 
     for (size_t i = 0; s != NULL && i < s->n; i++) {
         const struct evict_policy *p = s->policy[i];
-        bool gated = p->slab_level && stack_has_item_level_after(s, i);
-        if (p->evict(cls, gated) == EVICT_OK) {
+        req.gated = p->slab_level && stack_has_item_level_after(s, i);
+        req.freed = 0;
+        if (p->evict(&req) == EVICT_OK) {
+            if (freed != NULL) {
+                *freed = req.freed;
+            }
             return EVICT_OK;
         }
     }
@@ -196,13 +201,14 @@ evict_slab_wanted(uint8_t cls, uint32_t sid)
 }
 
 evict_rstatus_t
-evict_slab(uint32_t sid, uint8_t cls, bool gated)
+evict_slab(uint32_t sid, struct evict_req *req)
 {
-    if (gated && !evict_slab_wanted(cls, sid)) {
+    if (req->gated && !evict_slab_wanted(req->cls, sid)) {
         return EVICT_DECLINE;
     }
-    switch (item_slab_evict(sid, cls)) {
+    switch (item_slab_evict(sid, req->cls)) {
     case ITEM_SLAB_OK:
+        req->freed = slab_class_perslab(req->cls);
         return EVICT_OK;
     case ITEM_SLAB_BUSY:
         atomic_fetch_add_explicit(&skipped_busy, 1, memory_order_relaxed);
@@ -226,9 +232,10 @@ sid_tried(const uint32_t *tried, int n, uint32_t sid)
 
 /* O(slabs) scan: one per slab evicted, i.e. per slab-size of writes. */
 evict_rstatus_t
-evict_slab_oldest(uint8_t cls, bool gated,
+evict_slab_oldest(struct evict_req *req,
                   uint64_t (*age_key)(const struct slab_info *))
 {
+    uint8_t cls = req->cls;
     uint32_t tried[EVICT_PICKS];
     uint32_t n = slab_table_count();
 
@@ -255,7 +262,7 @@ evict_slab_oldest(uint8_t cls, bool gated,
         if (best == SLAB_ID_NONE) {
             break;
         }
-        evict_rstatus_t st = evict_slab(best, cls, gated);
+        evict_rstatus_t st = evict_slab(best, req);
         if (st != EVICT_FAIL) {
             return st;
         }

@@ -15,9 +15,9 @@ lra_key(const struct slab_info *s)
 }
 
 static evict_rstatus_t
-lra_evict(uint8_t cls, bool gated)
+lra_evict(struct evict_req *req)
 {
-    return evict_slab_oldest(cls, gated, lra_key);
+    return evict_slab_oldest(req, lra_key);
 }
 
 const struct evict_policy evict_policy_lra = {

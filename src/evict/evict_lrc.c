@@ -13,9 +13,9 @@ lrc_key(const struct slab_info *s)
 }
 
 static evict_rstatus_t
-lrc_evict(uint8_t cls, bool gated)
+lrc_evict(struct evict_req *req)
 {
-    return evict_slab_oldest(cls, gated, lrc_key);
+    return evict_slab_oldest(req, lrc_key);
 }
 
 const struct evict_policy evict_policy_lrc = {

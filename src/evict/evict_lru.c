@@ -6,10 +6,10 @@
 #include "item.h"
 
 static evict_rstatus_t
-lru_evict(uint8_t cls, bool gated)
+lru_evict(struct evict_req *req)
 {
-    (void)gated;
-    return item_lru_pull_tail(cls, true) > 0 ? EVICT_OK : EVICT_FAIL;
+    req->freed = item_lru_pull_tail(req->cls, true, req->batch);
+    return req->freed > 0 ? EVICT_OK : EVICT_FAIL;
 }
 
 const struct evict_policy evict_policy_lru = {

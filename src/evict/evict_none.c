@@ -5,10 +5,9 @@
 #include "evict.h"
 
 static evict_rstatus_t
-none_evict(uint8_t cls, bool gated)
+none_evict(struct evict_req *req)
 {
-    (void)gated;
-    (void)cls;
+    (void)req;
     return EVICT_FAIL;
 }
 

@@ -8,13 +8,13 @@
 #include "slab.h"
 
 static evict_rstatus_t
-random_evict(uint8_t cls, bool gated)
+random_evict(struct evict_req *req)
 {
     uint32_t n = slab_table_count();
 
     for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid = (uint32_t)(evict_random() % n);
-        evict_rstatus_t st = evict_slab(sid, cls, gated);
+        evict_rstatus_t st = evict_slab(sid, req);
         if (st != EVICT_FAIL) {
             return st;
         }

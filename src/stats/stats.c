@@ -244,6 +244,10 @@ emit_general(stats_emit_fn emit, void *ctx)
 #define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
     STATS_SLAB_EVICT_GLOBAL(EMIT_GLOBAL)
 #undef EMIT_GLOBAL
+    uint64_t bg_runs, bg_evictions;
+    evict_bg_stats(&bg_runs, &bg_evictions);
+    emit_u64(emit, ctx, "bg_evictions", bg_evictions);
+    emit_u64(emit, ctx, "bg_evictor_runs", bg_runs);
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
 }
@@ -279,6 +283,9 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "flush_enabled", "yes");
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
+    emit_str(emit, ctx, "bg_evict", settings.bg_evict ? "yes" : "no");
+    emit_u64(emit, ctx, "bg_evict_reserve", settings.bg_reserve);
+    emit_u64(emit, ctx, "bg_evict_batch", settings.bg_batch);
 }
 
 static void

@@ -234,13 +234,14 @@ lru_drop_locked(struct lru *l, struct item *it, uint32_t hv, bool dead,
  * are bounded so a fully hot class still evicts.
  */
 uint32_t
-item_lru_pull_tail(uint8_t cls, bool evict_live)
+item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
 {
     struct lru *l = &lrus[cls];
     rel_time_t now = clock_now();
     uint32_t freed = 0;
     int tries = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
 
+    /* One lock hold for the whole batch: background eviction's point. */
     slab_lock(cls);
     struct item *search = l->tail;
     while (tries > 0 && search != NULL) {
@@ -273,8 +274,12 @@ item_lru_pull_tail(uint8_t cls, bool evict_live)
         lru_drop_locked(l, search, hv, dead, now);
         assoc_unlock(hv);
         slab_free_locked(cls, search->sid, search);
-        freed++;
-        break;
+        if (++freed == max) {
+            break;
+        }
+        tries = LRU_SEARCH_DEPTH;
+        rescues = LRU_RESCUE_MAX;
+        search = prev;
     }
     slab_unlock(cls);
     return freed;
@@ -297,12 +302,18 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         if (it != NULL) {
             break;
         }
-        if (item_lru_pull_tail(cls, false) > 0) {
+        if (item_lru_pull_tail(cls, false, 1) > 0) {
             continue;
         }
-        if (evict_run(cls) != EVICT_OK) {
+        if (evict_run(cls, 1, NULL) != EVICT_OK) {
             break;
         }
+    }
+    /* Running low while memory is full: let the background evictor refill. */
+    uint32_t reserve = evict_bg_reserve();
+    if (it != NULL && reserve > 0 && slab_class_free(cls) < reserve &&
+        slab_at_limit()) {
+        evict_bg_notify(cls);
     }
     if (it == NULL) {
         slab_lock(cls);

@@ -35,7 +35,7 @@ struct slab_class {
     uint32_t        size;       /* chunk size */
     uint32_t        perslab;
     _Atomic uint32_t nslabs;
-    uint64_t        nfree;
+    _Atomic uint64_t nfree;     /* written under lock, read without */
     struct item    *free_head;
     uint64_t        slabs_evicted;
     uint64_t        slabs_gained;
@@ -150,6 +150,15 @@ slab_unlock(uint8_t cls)
     pthread_mutex_unlock(&classes[cls].lock);
 }
 
+/* Under the class lock: a plain add, readable without the lock. */
+static inline void
+nfree_add(struct slab_class *c, int delta)
+{
+    atomic_store_explicit(&c->nfree,
+        atomic_load_explicit(&c->nfree, memory_order_relaxed) + (uint64_t)(int64_t)delta,
+        memory_order_relaxed);
+}
+
 static void
 freelist_unlink(struct slab_class *c, struct item *it)
 {
@@ -162,7 +171,7 @@ freelist_unlink(struct slab_class *c, struct item *it)
         it->next->prev = it->prev;
     }
     it->next = it->prev = NULL;
-    c->nfree--;
+    nfree_add(c, -1);
 }
 
 static void
@@ -175,7 +184,7 @@ freelist_push(struct slab_class *c, struct item *it)
         c->free_head->prev = it;
     }
     c->free_head = it;
-    c->nfree++;
+    nfree_add(c, 1);
 }
 
 static struct item *
@@ -190,7 +199,7 @@ freelist_pop(struct slab_class *c)
         }
         it->next = it->prev = NULL;
         it->iflags = 0;
-        c->nfree--;
+        nfree_add(c, -1);
     }
     return it;
 }
@@ -401,6 +410,19 @@ slab_attach(uint8_t cls, uint32_t sid)
     pthread_mutex_unlock(&c->lock);
 }
 
+uint64_t
+slab_class_free(uint8_t cls)
+{
+    return atomic_load_explicit(&classes[cls].nfree, memory_order_relaxed);
+}
+
+bool
+slab_at_limit(void)
+{
+    return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + slab_bytes >
+           atomic_load_explicit(&mem_limit, memory_order_relaxed);
+}
+
 uint32_t
 slab_class_slabs(uint8_t cls)
 {
@@ -496,8 +518,8 @@ slab_class_stats(uint8_t cls, struct slab_class_stats *out)
     out->chunks_per_page = c->perslab;
     out->total_pages = c->nslabs;
     out->total_chunks = (uint64_t)c->nslabs * c->perslab;
-    out->free_chunks = c->nfree;
-    out->used_chunks = out->total_chunks - c->nfree;
+    out->free_chunks = atomic_load(&c->nfree);
+    out->used_chunks = out->total_chunks - out->free_chunks;
     out->slabs_evicted = c->slabs_evicted;
     out->slabs_gained = c->slabs_gained;
     pthread_mutex_unlock(&c->lock);

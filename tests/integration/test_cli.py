@@ -34,6 +34,7 @@ def invalid_values_exit_64():
         ("-f", "abc"), ("-I", "10x"), ("-I", "100m"), ("-n", "0"),
         ("-R", "0"), ("-b", "abc"), ("-a", "999"), ("--eviction=bogus"),
         ("--eviction=lru,lru"), ("--eviction="), ("-o", "bogus"),
+        ("-o", "bg_evict=2"), ("-o", "bg_evict_batch=0"), ("-o", "hashpower=5"),
         ("--no-such-flag",), ("stray-argument",),
     ]
     for args in cases:
@@ -172,6 +173,24 @@ def eviction_flag_and_config_evict():
     with Server("-M") as s, s.client() as c:
         eq(c.stats("settings").get("evictions_policy"), "none", "-M is none")
         eq(c.stats("settings").get("evictions"), "off", "memcached's field")
+
+
+@test
+def background_evictor():
+    slabcache_only()
+    with Server("-m", "8", "-o", "bg_evict=1,bg_evict_reserve=32,bg_evict_batch=16") as s, \
+            s.client() as c:
+        st = c.stats("settings")
+        eq(st.get("bg_evict"), "yes", "bg_evict setting")
+        eq(st.get("bg_evict_reserve"), "32", "reserve setting")
+        value = b"v" * 4000
+        for i in range(4000):               # ~16 MB through 8 MB
+            c.send(b"set bg%d 0 0 %d noreply\r\n%s\r\n" % (i, len(value), value))
+        eq(c.get("bg3999"), value, "newest key readable")
+        st = c.stats()
+        check(int(st["bg_evictions"]) > 0, "background evictions happened")
+        check(int(st["bg_evictor_runs"]) > 0, "background runs counted")
+        eq(st.get("store_no_memory"), "0", "no set refused")
 
 
 if __name__ == "__main__":

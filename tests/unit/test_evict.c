@@ -209,7 +209,7 @@ START_TEST(test_random_uses_every_slab)
             created[sid] = info.created_ms;
         }
         usleep(6 * 1000);       /* the coarse ms clock must move */
-        ck_assert_int_eq(evict_run(a), EVICT_OK);
+        ck_assert_int_eq(evict_run(a, 1, NULL), EVICT_OK);
         int changed = 0;
         for (uint32_t sid = 0; sid < NSLABS; sid++) {
             ck_assert(slab_table_info(sid, &info));
@@ -419,6 +419,43 @@ START_TEST(test_configure_validates)
 }
 END_TEST
 
+START_TEST(test_background_evictor_keeps_a_reserve)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    char key[32];
+    uint64_t runs, evictions;
+
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("lru", 3), 0);
+    ck_assert_uint_eq(evict_bg_reserve(), 0);
+    ck_assert_int_eq(evict_bg_start(16, 8), 0);
+    ck_assert_uint_eq(evict_bg_reserve(), 16);
+    /* Memory is full: each set now reports the class low; the thread
+     * refills it in batches while the sets go on. */
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "n%d", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    for (int i = 0; i < 500 && slab_class_free(a) < 16; i++) {
+        usleep(2000);           /* bounded wait for the thread */
+    }
+    ck_assert_uint_ge(slab_class_free(a), 16);
+    evict_bg_stats(&runs, &evictions);
+    ck_assert_uint_gt(runs, 0);
+    ck_assert_uint_ge(evictions, 16);
+    evict_bg_stop();
+    ck_assert_uint_eq(evict_bg_reserve(), 0);
+    /* Stopped: no more refills. */
+    uint64_t free_now = slab_class_free(a);
+    for (uint64_t i = 0; i < free_now; i++) {
+        snprintf(key, sizeof(key), "m%u", (unsigned)i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    usleep(20 * 1000);
+    ck_assert_uint_eq(slab_class_free(a), 0);
+}
+END_TEST
+
 /* --- stress: readers verify values while writers force slab evictions --- */
 
 #define STRESS_KEYS     2000
@@ -493,11 +530,14 @@ stress_reader(void *arg)
 }
 
 static void
-stress_run(const char *policy)
+stress_run(const char *policy, bool background)
 {
     pthread_t th[STRESS_READERS + STRESS_WRITERS];
 
     setup_with(NSLABS, policy);
+    if (background) {
+        ck_assert_int_eq(evict_bg_start(8, 4), 0);
+    }
     atomic_store(&bad_values, 0);
     atomic_store(&hits, 0);
     atomic_store(&writers_left, STRESS_WRITERS);
@@ -512,6 +552,7 @@ stress_run(const char *policy)
     for (size_t i = 0; i < STRESS_READERS + STRESS_WRITERS; i++) {
         pthread_join(th[i], NULL);
     }
+    evict_bg_stop();
     struct item_stats is;
     item_get_stats(&is);
     uint64_t moved = 0;
@@ -529,13 +570,19 @@ stress_run(const char *policy)
 
 START_TEST(test_stress_random)
 {
-    stress_run("random");
+    stress_run("random", false);
 }
 END_TEST
 
 START_TEST(test_stress_lra_lru)
 {
-    stress_run("lra,lru");
+    stress_run("lra,lru", false);
+}
+END_TEST
+
+START_TEST(test_stress_lrc_lru_background)
+{
+    stress_run("lrc,lru", true);
 }
 END_TEST
 
@@ -557,12 +604,14 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
     tcase_add_test(tc, test_configure_validates);
+    tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     suite_add_tcase(s, tc);
 
     TCase *stress = tcase_create("stress");
     tcase_set_timeout(stress, 120);
     tcase_add_test(stress, test_stress_random);
     tcase_add_test(stress, test_stress_lra_lru);
+    tcase_add_test(stress, test_stress_lrc_lru_background);
     suite_add_tcase(s, stress);
     return s;
 }
