@@ -3,9 +3,10 @@
  *
  * Core hands each parsed request here; the dispatcher calls storage and
  * eviction, counts the request, and composes the response (through the
- * protocol module) into the connection's output buffer. Values are added
- * by reference: the item stays referenced until libevent has written it,
- * then the reference is dropped (no copy of the value on the read path).
+ * protocol module) into the connection's output buffer. Values of 1 KB
+ * or more are added by reference: the item stays referenced until libevent
+ * has written it, then the reference is dropped (no copy). Smaller ones are
+ * copied, which is cheaper than a reference chain (see dispatch.c).
  */
 #ifndef SC_DISPATCH_H
 #define SC_DISPATCH_H

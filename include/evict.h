@@ -102,18 +102,29 @@ void            evict_names(char *buf, size_t cap);
  * chunks made available.
  */
 evict_rstatus_t evict_run(uint8_t cls, uint32_t batch, uint32_t *freed);
+/* The same, item-level policies only (the background evictor's way). */
+evict_rstatus_t evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed);
 
 /*
- * Background evictor: a thread that keeps `reserve` free chunks in every
- * class that allocates while memory is full, evicting through the same
- * stack in batches, so sets rarely evict inline. It sleeps on a condition
- * variable until storage reports a class running low.
+ * Background evictor: a thread that keeps a few free chunks in every class
+ * that allocates while memory is full, so sets rarely evict inline. It
+ * sleeps on a condition variable until storage reports a class below
+ * evict_bg_target(cls), then evicts in batches through the item-level
+ * policies of the stack only: moving slabs stays the inline path's
+ * decision, and a stack without an item-level policy gets no background
+ * eviction.
  */
 int             evict_bg_start(uint32_t reserve, uint32_t batch);
 void            evict_bg_stop(void);
 /* Storage: class cls has fewer than the reserve free (cheap if repeated). */
 void            evict_bg_notify(uint8_t cls);
 uint32_t        evict_bg_reserve(void);           /* 0 when not running */
+/*
+ * Free chunks to keep in cls: the reserve, but never more than 1/16 of
+ * the class's chunks, so a class of a few large chunks per slab is not
+ * emptied to keep a reserve it cannot hold. 0: nothing to keep.
+ */
+uint64_t        evict_bg_target(uint8_t cls);
 void            evict_bg_stats(uint64_t *runs, uint64_t *evictions);
 
 #endif

@@ -42,7 +42,7 @@ struct item {
     uint64_t           cas;
     uint8_t            cls;
     uint8_t            nkey;
-    uint8_t            iflags;
+    _Atomic uint8_t    iflags;  /* atomic: read by slab drains unlocked */
     char               data[];  /* key, then value with "\r\n" */
 };
 

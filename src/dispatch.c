@@ -20,6 +20,7 @@
 #include "stats.h"
 
 #define MEMLIMIT_MIN_MB 8
+#define DISPATCH_REF_MIN 1024   /* values this big are sent by reference */
 
 static dispatch_shutdown_fn shutdown_hook;
 
@@ -31,14 +32,17 @@ dispatch_set_shutdown(dispatch_shutdown_fn fn)
 
 /* --- output helpers --------------------------------------------------------- */
 
+/*
+ * Short answers are copied: they pack into the buffer's current chunk,
+ * where a reference would cost libevent a chain (and about 1 KB) each.
+ */
 static void
 reply(struct dispatch_ctx *d, proto_rsp_t rsp)
 {
     size_t len;
     const char *s = proto_rsp_str(rsp, &len);
 
-    /* Static strings: referenced, never copied. */
-    evbuffer_add_reference(d->out, s, len, NULL, NULL);
+    evbuffer_add(d->out, s, len);
 }
 
 static void
@@ -58,7 +62,14 @@ release_ref(const void *data, size_t len, void *arg)
     item_release(arg);
 }
 
-/* Queue "VALUE ..." and the value itself, which keeps the reference. */
+/*
+ * Queue "VALUE ..." and the value. A value of DISPATCH_REF_MIN bytes or
+ * more goes out by reference (no copy; the item stays referenced until
+ * libevent has written it). A smaller one is copied and released at once:
+ * a reference chain costs libevent a malloc and about 1 KB, more than the
+ * copy, and would let a client that never reads pin memory many times the
+ * size of the answers it has not read.
+ */
 static void
 reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
 {
@@ -67,6 +78,11 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
                                    it->flags, item_vlen(it), with_cas, it->cas);
 
     evbuffer_add(d->out, hdr, n);
+    if (it->nbytes < DISPATCH_REF_MIN) {
+        evbuffer_add(d->out, item_value(it), it->nbytes);
+        item_release(it);
+        return;
+    }
     if (evbuffer_add_reference(d->out, item_value(it), it->nbytes,
                                release_ref, it) != 0) {
         item_release(it);

@@ -66,6 +66,7 @@ struct conn {
 };
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
+static void conn_release(struct conn *c);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 
 static void
@@ -113,7 +114,7 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     c->last_cmd = clock_now();
     if (c->rbuf == NULL || c->d.out == NULL || c->ev_read == NULL ||
         c->ev_write == NULL || event_add(c->ev_read, NULL) != 0) {
-        conn_free(c);
+        conn_release(c);        /* the caller closes fd and uncounts it */
         return NULL;
     }
     conn_describe_peer(c);
@@ -126,6 +127,24 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     list->head = c;
     pthread_mutex_unlock(&list->lock);
     return c;
+}
+
+/* Free what conn_new allocated; the fd and the connection count stay. */
+static void
+conn_release(struct conn *c)
+{
+    dispatch_abort(&c->d);
+    if (c->ev_read != NULL) {
+        event_free(c->ev_read);
+    }
+    if (c->ev_write != NULL) {
+        event_free(c->ev_write);
+    }
+    if (c->d.out != NULL) {
+        evbuffer_free(c->d.out);    /* drops value references */
+    }
+    free(c->rbuf);
+    free(c);
 }
 
 void
@@ -143,20 +162,10 @@ conn_free(struct conn *c)
         }
         pthread_mutex_unlock(&c->list->lock);
     }
-    dispatch_abort(&c->d);
-    if (c->ev_read != NULL) {
-        event_free(c->ev_read);
-    }
-    if (c->ev_write != NULL) {
-        event_free(c->ev_write);
-    }
-    if (c->d.out != NULL) {
-        evbuffer_free(c->d.out);    /* drops value references */
-    }
-    free(c->rbuf);
-    close(c->fd);
+    int fd = c->fd;
+    conn_release(c);
+    close(fd);
     stats_conn_close();
-    free(c);
 }
 
 void

@@ -2,9 +2,11 @@
  * evict.c -- the policy stack behind evict_run().
  *
  * The stack is an immutable array published by pointer swap, so the set
- * path reads it without a lock while `config evict` may replace it. Old
- * stacks are kept until teardown (they are a few bytes, and a reader may
- * still be walking one).
+ * path reads it without a lock while `config evict` may replace it. Every
+ * distinct stack ever built is kept until teardown (a reader may still be
+ * walking a retired one) and reused when asked for again, so repeated
+ * `config evict` commands cannot grow memory: there are at most a few
+ * hundred distinct orderings of the five policies.
  */
 #include "evict.h"
 
@@ -21,7 +23,7 @@
 struct evict_stack {
     const struct evict_policy *policy[EVICT_LIST_MAX];
     size_t                     n;
-    struct evict_stack        *older;   /* retired stacks, freed at teardown */
+    struct evict_stack        *next;    /* all stacks built, freed at teardown */
 };
 
 static const struct evict_policy *const known[] = {
@@ -36,6 +38,7 @@ static _Atomic uint64_t skipped_busy;
 static _Atomic uint64_t seed_salt;
 
 static _Atomic(struct evict_stack *) current;
+static struct evict_stack *all_stacks;  /* guarded by configure_lock */
 static pthread_mutex_t configure_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static const struct evict_policy *
@@ -80,27 +83,47 @@ stack_parse(const char *list, size_t len, struct evict_stack *s)
     return true;
 }
 
+static struct evict_stack *
+stack_intern(const struct evict_stack *want)
+{
+    for (struct evict_stack *s = all_stacks; s != NULL; s = s->next) {
+        if (s->n == want->n &&
+            memcmp(s->policy, want->policy, want->n * sizeof(want->policy[0])) == 0) {
+            return s;
+        }
+    }
+    struct evict_stack *s = malloc(sizeof(*s));
+    if (s != NULL) {
+        *s = *want;
+        s->next = all_stacks;
+        all_stacks = s;
+    }
+    return s;
+}
+
 int
 evict_configure(const char *list, size_t len)
 {
-    struct evict_stack *s = calloc(1, sizeof(*s));
+    struct evict_stack want = { .n = 0 };
+    int rc = -1;
 
-    if (s == NULL || !stack_parse(list, len, s)) {
-        free(s);
+    if (!stack_parse(list, len, &want)) {
         return -1;
     }
     pthread_mutex_lock(&configure_lock);
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->policy[i]->setup != NULL && s->policy[i]->setup() != 0) {
-            pthread_mutex_unlock(&configure_lock);
-            free(s);
-            return -1;
+    for (size_t i = 0; i < want.n; i++) {
+        if (want.policy[i]->setup != NULL && want.policy[i]->setup() != 0) {
+            goto out;
         }
     }
-    s->older = atomic_load(&current);
-    atomic_store(&current, s);
+    struct evict_stack *s = stack_intern(&want);
+    if (s != NULL) {
+        atomic_store(&current, s);
+        rc = 0;
+    }
+out:
     pthread_mutex_unlock(&configure_lock);
-    return 0;
+    return rc;
 }
 
 int
@@ -119,11 +142,13 @@ evict_teardown(void)
             known[i]->teardown();
         }
     }
-    while (s != NULL) {
-        struct evict_stack *older = s->older;
-        free(s);
-        s = older;
+    pthread_mutex_lock(&configure_lock);
+    while (all_stacks != NULL) {
+        struct evict_stack *next = all_stacks->next;
+        free(all_stacks);
+        all_stacks = next;
     }
+    pthread_mutex_unlock(&configure_lock);
 }
 
 void
@@ -176,6 +201,25 @@ evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
             if (freed != NULL) {
                 *freed = req.freed;
             }
+            return EVICT_OK;
+        }
+    }
+    return EVICT_FAIL;
+}
+
+evict_rstatus_t
+evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+    struct evict_req req = { .cls = cls, .batch = batch > 0 ? batch : 1 };
+
+    for (size_t i = 0; s != NULL && i < s->n; i++) {
+        if (s->policy[i]->slab_level) {
+            continue;
+        }
+        req.freed = 0;
+        if (s->policy[i]->evict(&req) == EVICT_OK) {
+            *freed = req.freed;
             return EVICT_OK;
         }
     }

@@ -47,13 +47,24 @@ evict_bg_notify(uint8_t cls)
     pthread_mutex_unlock(&bg_lock);
 }
 
-static void
-bg_refill(uint8_t cls, uint32_t reserve)
+uint64_t
+evict_bg_target(uint8_t cls)
 {
+    uint64_t reserve = atomic_load_explicit(&bg_reserve, memory_order_relaxed);
+    uint64_t cap = (uint64_t)slab_class_slabs(cls) * slab_class_perslab(cls) / 16;
+
+    return reserve < cap ? reserve : cap;
+}
+
+static void
+bg_refill(uint8_t cls)
+{
+    uint64_t target = evict_bg_target(cls);
+
     for (int round = 0; round < BG_ROUNDS_MAX; round++) {
         uint32_t freed = 0;
-        if (slab_class_free(cls) >= reserve ||
-            evict_run(cls, bg_batch, &freed) != EVICT_OK) {
+        if (slab_class_free(cls) >= target ||
+            evict_run_items(cls, bg_batch, &freed) != EVICT_OK) {
             break;
         }
         atomic_fetch_add_explicit(&bg_evictions, freed, memory_order_relaxed);
@@ -74,10 +85,9 @@ bg_main(void *arg)
         pthread_mutex_unlock(&bg_lock);
 
         atomic_fetch_add_explicit(&bg_runs, 1, memory_order_relaxed);
-        uint32_t reserve = atomic_load(&bg_reserve);
         for (uint8_t cls = 1; cls <= slab_class_count(); cls++) {
             if (atomic_exchange(&pending[cls], false)) {
-                bg_refill(cls, reserve);
+                bg_refill(cls);
             }
         }
         pthread_mutex_lock(&bg_lock);

@@ -310,9 +310,8 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         }
     }
     /* Running low while memory is full: let the background evictor refill. */
-    uint32_t reserve = evict_bg_reserve();
-    if (it != NULL && reserve > 0 && slab_class_free(cls) < reserve &&
-        slab_at_limit()) {
+    if (it != NULL && evict_bg_reserve() > 0 &&
+        slab_class_free(cls) < evict_bg_target(cls) && slab_at_limit()) {
         evict_bg_notify(cls);
     }
     if (it == NULL) {
@@ -476,7 +475,10 @@ do_item_find(const char *key, size_t nkey, uint32_t hv)
 static inline void
 do_item_bump(struct item *it)
 {
-    it->iflags |= ITEM_FETCHED | ITEM_ACTIVE;
+    /* Read first: the common hot-key case then writes nothing. */
+    if ((it->iflags & (ITEM_FETCHED | ITEM_ACTIVE)) != (ITEM_FETCHED | ITEM_ACTIVE)) {
+        it->iflags |= ITEM_FETCHED | ITEM_ACTIVE;
+    }
 }
 
 struct item *
@@ -542,33 +544,77 @@ item_unlink_key(const char *key, size_t nkey)
 
 /* --- storage commands ----------------------------------------------------------- */
 
+/*
+ * Operations that build a new item from a stored one (append, prepend,
+ * incr past the old length) must not allocate under the partition lock:
+ * allocation may have to empty a slab, which needs partition locks,
+ * perhaps this one. So: pin the stored item (a reference keeps its bytes
+ * and address), unlock, allocate, re-lock, and replace only if the pinned
+ * item is still the one linked under the key; otherwise start over.
+ */
+#define REBUILD_TRIES 4
+
+static struct item *
+pin_locked(struct item *it)
+{
+    atomic_fetch_add(&it->refcount, 1);
+    return it;
+}
+
+/* Under the lock again: is old still what the key maps to? */
+static bool
+still_linked(struct item *old, uint32_t hv)
+{
+    return (old->iflags & ITEM_LINKED) &&
+           assoc_find(item_key(old), old->nkey, hv) == old;
+}
+
 /* append/prepend: a new item holding old and new values joined. */
 static item_status_t
-do_item_concat(struct item *old, struct item *it, bool append, uint32_t hv)
+item_concat(struct item *it, bool append)
 {
-    uint32_t ovlen = item_vlen(old), nvlen = item_vlen(it);
-    struct item *joined;
-    item_status_t st;
+    uint32_t hv = item_hash(it), nvlen = item_vlen(it);
 
-    if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
-        return ITEM_TOO_LARGE;
+    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
+        assoc_lock(hv);
+        struct item *old = do_item_find(item_key(it), it->nkey, hv);
+        if (old == NULL) {
+            assoc_unlock(hv);
+            return ITEM_NOT_STORED;
+        }
+        pin_locked(old);
+        assoc_unlock(hv);
+
+        uint32_t ovlen = item_vlen(old);
+        struct item *joined;
+        item_status_t st = (uint64_t)ovlen + nvlen > UINT32_MAX - 2 ? ITEM_TOO_LARGE :
+            item_alloc(item_key(it), it->nkey, old->flags, old->exptime,
+                       ovlen + nvlen, &joined);
+        if (st != ITEM_OK) {
+            item_release(old);
+            return st;
+        }
+        char *dst = item_value(joined);
+        if (append) {
+            memcpy(dst, item_value(old), ovlen);
+            memcpy(dst + ovlen, item_value(it), nvlen + 2);
+        } else {
+            memcpy(dst, item_value(it), nvlen);
+            memcpy(dst + nvlen, item_value(old), ovlen + 2);
+        }
+        assoc_lock(hv);
+        bool same = still_linked(old, hv);
+        if (same) {
+            do_item_replace(old, joined, hv);
+        }
+        assoc_unlock(hv);
+        item_release(joined);
+        item_release(old);
+        if (same) {
+            return ITEM_OK;
+        }
     }
-    st = item_alloc(item_key(it), it->nkey, old->flags, old->exptime,
-                    ovlen + nvlen, &joined);
-    if (st != ITEM_OK) {
-        return st;
-    }
-    char *dst = item_value(joined);
-    if (append) {
-        memcpy(dst, item_value(old), ovlen);
-        memcpy(dst + ovlen, item_value(it), nvlen + 2);
-    } else {
-        memcpy(dst, item_value(it), nvlen);
-        memcpy(dst + nvlen, item_value(old), ovlen + 2);
-    }
-    do_item_replace(old, joined, hv);
-    item_release(joined);
-    return ITEM_OK;
+    return ITEM_NOT_STORED;
 }
 
 item_status_t
@@ -576,6 +622,10 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
 {
     uint32_t hv = item_hash(it);
     item_status_t st = ITEM_NOT_STORED;
+
+    if (op == ITEM_OP_APPEND || op == ITEM_OP_PREPEND) {
+        return item_concat(it, op == ITEM_OP_APPEND);
+    }
 
     assoc_lock(hv);
     struct item *old = do_item_find(item_key(it), it->nkey, hv);
@@ -604,10 +654,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
         break;
     case ITEM_OP_APPEND:
     case ITEM_OP_PREPEND:
-        if (old != NULL) {
-            st = do_item_concat(old, it, op == ITEM_OP_APPEND, hv);
-        }
-        break;
+        break;                  /* handled by item_concat(), unlocked */
     case ITEM_OP_CAS:
         if (old == NULL) {
             st = ITEM_NOT_FOUND;
@@ -667,24 +714,15 @@ parse_counter(const char *p, const char *end, uint64_t *out)
     return true;
 }
 
-item_status_t
-item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
-           uint64_t *result)
+/* Under the lock: read the counter, apply the delta, format the result. */
+static item_status_t
+arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
+              char *buf, uint32_t *len)
 {
-    uint32_t hv = hash_key(key, nkey);
-    item_status_t st = ITEM_OK;
-    char buf[24];
     uint64_t value;
-
-    assoc_lock(hv);
-    struct item *it = do_item_find(key, nkey, hv);
-    if (it == NULL) {
-        assoc_unlock(hv);
-        return ITEM_NOT_FOUND;
-    }
     char *val = item_value(it);
+
     if (it->nbytes <= 2 || !parse_counter(val, val + it->nbytes, &value)) {
-        assoc_unlock(hv);
         return ITEM_NON_NUMERIC;
     }
     if (incr) {
@@ -693,35 +731,79 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
         value = delta > value ? 0 : value - delta;
     }
     *result = value;
-    uint32_t len = (uint32_t)snprintf(buf, sizeof(buf), "%llu",
-                                      (unsigned long long)value);
-    /*
-     * memcached keeps the value's length when the number shrinks, padding
-     * with spaces. Same bytes here; when a reader still holds the item
-     * (e.g. a pipelined get not yet sent) write a padded copy instead of
-     * changing bytes under it.
-     */
-    uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
-    struct item *dst = it;
-    if (atomic_load(&it->refcount) != 1 || vlen != it->nbytes - 2) {
-        st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &dst);
+    *len = (uint32_t)snprintf(buf, 24, "%llu", (unsigned long long)value);
+    return ITEM_OK;
+}
+
+static void
+write_counter(struct item *it, const char *buf, uint32_t len)
+{
+    uint32_t vlen = item_vlen(it);
+
+    memcpy(item_value(it), buf, len);
+    memset(item_value(it) + len, ' ', vlen - len);
+    memcpy(item_value(it) + vlen, "\r\n", 2);
+}
+
+/*
+ * memcached keeps the value's length when the number shrinks, padding with
+ * spaces, and writes in place when nobody else holds the item. Same bytes
+ * here; when a reader still holds it (e.g. a pipelined get not yet sent),
+ * or the number grew, a new item is built (see REBUILD_TRIES above).
+ */
+item_status_t
+item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
+           uint64_t *result)
+{
+    uint32_t hv = hash_key(key, nkey);
+    char buf[24];
+    uint32_t len;
+
+    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
+        assoc_lock(hv);
+        struct item *it = do_item_find(key, nkey, hv);
+        if (it == NULL) {
+            assoc_unlock(hv);
+            return ITEM_NOT_FOUND;
+        }
+        item_status_t st = arith_compute(it, incr, delta, result, buf, &len);
         if (st != ITEM_OK) {
             assoc_unlock(hv);
             return st;
         }
-        memcpy(item_value(dst) + vlen, "\r\n", 2);
+        uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
+        if (atomic_load(&it->refcount) == 1 && vlen == item_vlen(it)) {
+            write_counter(it, buf, len);
+            it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
+            do_item_bump(it);
+            assoc_unlock(hv);
+            return ITEM_OK;
+        }
+        pin_locked(it);
+        assoc_unlock(hv);
+
+        struct item *nit;
+        st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &nit);
+        if (st != ITEM_OK) {
+            item_release(it);
+            return st;
+        }
+        assoc_lock(hv);
+        bool same = still_linked(it, hv);
+        if (same) {
+            /* Pinned, so unchanged: recompute to format into the new item. */
+            arith_compute(it, incr, delta, result, buf, &len);
+            write_counter(nit, buf, len);
+            do_item_replace(it, nit, hv);
+        }
+        assoc_unlock(hv);
+        item_release(nit);
+        item_release(it);
+        if (same) {
+            return ITEM_OK;
+        }
     }
-    memcpy(item_value(dst), buf, len);
-    memset(item_value(dst) + len, ' ', vlen - len);
-    if (dst == it) {
-        it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
-        do_item_bump(it);
-    } else {
-        do_item_replace(it, dst, hv);
-        item_release(dst);
-    }
-    assoc_unlock(hv);
-    return st;
+    return ITEM_NO_MEMORY;
 }
 
 void

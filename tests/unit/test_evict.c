@@ -24,14 +24,20 @@
 #define LARGE_LEN 20000         /* class B values */
 
 static void
-setup_with(size_t slabs, const char *policy)
+setup_sized(size_t slabs, size_t slab_sz, const char *policy)
 {
     clock_setup();
     ck_assert_int_eq(evict_setup(policy), 0);
-    ck_assert_int_eq(slab_setup(slabs * SLAB_SZ, SLAB_SZ, 2.0, 48,
+    ck_assert_int_eq(slab_setup(slabs * slab_sz, slab_sz, 2.0, 48,
                                 item_total_size(0, 0) - 2), SLAB_OK);
     ck_assert_int_eq(assoc_setup(12), 0);
     ck_assert_int_eq(item_setup(true), 0);
+}
+
+static void
+setup_with(size_t slabs, const char *policy)
+{
+    setup_sized(slabs, SLAB_SZ, policy);
 }
 
 static void
@@ -419,6 +425,79 @@ START_TEST(test_configure_validates)
 }
 END_TEST
 
+/* Raw set of a literal value (no pattern), for append/incr checks. */
+static item_status_t
+store_raw(const char *key, const char *val, item_store_op_t op)
+{
+    struct item *it;
+    uint32_t len = (uint32_t)strlen(val);
+    item_status_t st = item_alloc(key, strlen(key), 0, 0, len, &it);
+
+    if (st != ITEM_OK) {
+        return st;
+    }
+    memcpy(item_value(it), val, len);
+    memcpy(item_value(it) + len, "\r\n", 2);
+    st = item_store(it, op, 0);
+    item_release(it);
+    return st;
+}
+
+/*
+ * append/prepend/incr build a new item; when memory is full that may mean
+ * emptying a slab holding items of the same hash partition. They must not
+ * allocate while holding that partition's lock (they used to, and failed).
+ */
+START_TEST(test_rebuild_ops_under_memory_pressure)
+{
+    /* The joined value lands in a bigger class with no slab yet: only a
+     * slab-level policy can give it memory, by emptying some slab. */
+    static const char *const policies[] = { "lra", "random", "lrc,lru" };
+    char part[SMALL_LEN + 1];
+
+    memset(part, 'p', SMALL_LEN);
+    part[SMALL_LEN] = '\0';
+
+    teardown();                 /* 1 MB slabs: ~9 items per partition each */
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        char key[16];
+        if (p > 0) {
+            teardown();
+        }
+        setup_sized(NSLABS, 1024 * 1024, "none");
+        fill_small("a");
+        ck_assert_int_eq(evict_configure(policies[p], strlen(policies[p])), 0);
+        snprintf(key, sizeof(key), "k%zu", p);
+        ck_assert_int_eq(store_raw(key, part, ITEM_OP_SET), ITEM_OK);
+        ck_assert_int_eq(store_raw(key, part, ITEM_OP_APPEND), ITEM_OK);
+        ck_assert_int_eq(store_raw(key, "w", ITEM_OP_PREPEND), ITEM_OK);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_eq(item_vlen(it), 2 * SMALL_LEN + 1);
+        ck_assert_mem_eq(item_value(it), "w", 1);
+        ck_assert_mem_eq(item_value(it) + 1, part, SMALL_LEN);
+        ck_assert_mem_eq(item_value(it) + 1 + SMALL_LEN, part, SMALL_LEN);
+        item_release(it);
+
+        /* incr growing a counter out of its class: 40 nines + 1. */
+        char nines[SMALL_LEN + 1], grown[SMALL_LEN + 2];
+        memset(nines, '9', 19);
+        nines[19] = '\0';
+        uint64_t v = 0;
+        ck_assert_int_eq(store_raw("n", nines, ITEM_OP_SET), ITEM_OK);
+        ck_assert_int_eq(item_arith("n", 1, true, 1, &v), ITEM_OK);
+        ck_assert_uint_eq(v, 10000000000000000000ull);
+        snprintf(grown, sizeof(grown), "%llu\r\n", (unsigned long long)v);
+        it = item_get("n", 1, false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_eq(item_vlen(it), 20);
+        ck_assert_mem_eq(item_value(it), grown, 22);
+        item_release(it);
+    }
+    /* the fixture's teardown frees the last setup */
+}
+END_TEST
+
 START_TEST(test_background_evictor_keeps_a_reserve)
 {
     uint8_t a = cls_of(SMALL_LEN);
@@ -605,6 +684,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
+    tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);
     suite_add_tcase(s, tc);
 
     TCase *stress = tcase_create("stress");
