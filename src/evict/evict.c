@@ -187,14 +187,18 @@ stack_has_item_level_after(const struct evict_stack *s, size_t i)
     return false;
 }
 
-evict_rstatus_t
-evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
+/* Walk the stack until a policy frees memory; items_only skips slab-level. */
+static evict_rstatus_t
+stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
 {
     struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
     struct evict_req req = { .cls = cls, .batch = batch > 0 ? batch : 1 };
 
     for (size_t i = 0; s != NULL && i < s->n; i++) {
         const struct evict_policy *p = s->policy[i];
+        if (items_only && p->slab_level) {
+            continue;
+        }
         req.gated = p->slab_level && stack_has_item_level_after(s, i);
         req.freed = 0;
         if (p->evict(&req) == EVICT_OK) {
@@ -208,22 +212,15 @@ evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
 }
 
 evict_rstatus_t
+evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
+{
+    return stack_run(cls, batch, freed, false);
+}
+
+evict_rstatus_t
 evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed)
 {
-    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
-    struct evict_req req = { .cls = cls, .batch = batch > 0 ? batch : 1 };
-
-    for (size_t i = 0; s != NULL && i < s->n; i++) {
-        if (s->policy[i]->slab_level) {
-            continue;
-        }
-        req.freed = 0;
-        if (s->policy[i]->evict(&req) == EVICT_OK) {
-            *freed = req.freed;
-            return EVICT_OK;
-        }
-    }
-    return EVICT_FAIL;
+    return stack_run(cls, batch, freed, true);
 }
 
 bool

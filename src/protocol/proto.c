@@ -53,7 +53,9 @@ struct line {
 /* ------------------------------------------------------------------------ */
 
 /* isspace() in the C locale, without depending on the process locale. */
-static bool is_c_space(char c) {
+static bool
+is_c_space(char c)
+{
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
            c == '\r';
 }
@@ -63,8 +65,10 @@ static bool is_c_space(char c) {
  * parsers and the memcached-compatible ones so overflow is detected once.
  * Returns false on overflow; *ndigits tells whether anything was read.
  */
-static bool scan_digits(const char *s, size_t n, size_t *pos, uint64_t *out,
-                        size_t *ndigits) {
+static bool
+scan_digits(const char *s, size_t n, size_t *pos, uint64_t *out,
+            size_t *ndigits)
+{
     uint64_t v = 0;
     size_t i = *pos;
 
@@ -81,7 +85,9 @@ static bool scan_digits(const char *s, size_t n, size_t *pos, uint64_t *out,
     return true;
 }
 
-bool proto_parse_u64(const char *s, size_t n, uint64_t *out) {
+bool
+proto_parse_u64(const char *s, size_t n, uint64_t *out)
+{
     size_t pos = 0, nd;
     uint64_t v;
 
@@ -91,7 +97,9 @@ bool proto_parse_u64(const char *s, size_t n, uint64_t *out) {
     return true;
 }
 
-bool proto_parse_i64(const char *s, size_t n, int64_t *out) {
+bool
+proto_parse_i64(const char *s, size_t n, int64_t *out)
+{
     bool neg = n > 0 && s[0] == '-';
     uint64_t mag;
 
@@ -115,7 +123,9 @@ bool proto_parse_i64(const char *s, size_t n, int64_t *out) {
  * leading whitespace, an optional sign, at least one digit, then either the
  * end of the token or whitespace (after which anything is ignored).
  */
-static bool mc_scan(struct tok t, uint64_t *mag, bool *neg) {
+static bool
+mc_scan(struct tok t, uint64_t *mag, bool *neg)
+{
     size_t pos = 0, nd;
 
     while (pos < t.n && is_c_space(t.p[pos]))
@@ -129,7 +139,9 @@ static bool mc_scan(struct tok t, uint64_t *mag, bool *neg) {
 }
 
 /* memcached's safe_strtoull(): strtoull() wraps "-N"; reject if it shows. */
-static bool mc_strtoull(struct tok t, uint64_t *out) {
+static bool
+mc_strtoull(struct tok t, uint64_t *out)
+{
     uint64_t mag, v;
     bool neg;
 
@@ -143,7 +155,9 @@ static bool mc_strtoull(struct tok t, uint64_t *out) {
 }
 
 /* safe_strtoul(): the same 64-bit check, then silently cut to 32 bits. */
-static bool mc_strtoul(struct tok t, uint32_t *out) {
+static bool
+mc_strtoul(struct tok t, uint32_t *out)
+{
     uint64_t v;
 
     if (!mc_strtoull(t, &v))
@@ -153,13 +167,17 @@ static bool mc_strtoul(struct tok t, uint32_t *out) {
 }
 
 /* Two's complement narrowing without implementation-defined conversions. */
-static int32_t to_int32(uint64_t v) {
+static int32_t
+to_int32(uint64_t v)
+{
     uint32_t u = (uint32_t)v;
     return u <= INT32_MAX ? (int32_t)u : -(int32_t)(UINT32_MAX - u) - 1;
 }
 
 /* safe_strtol(): range checked as a 64-bit long, then cut to int32_t. */
-static bool mc_strtol(struct tok t, int32_t *out) {
+static bool
+mc_strtol(struct tok t, int32_t *out)
+{
     uint64_t mag;
     bool neg;
 
@@ -175,12 +193,16 @@ static bool mc_strtol(struct tok t, int32_t *out) {
 /* Lines and tokens                                                          */
 /* ------------------------------------------------------------------------ */
 
-static bool tok_is(struct tok t, const char *s) {
+static bool
+tok_is(struct tok t, const char *s)
+{
     size_t n = strlen(s);
     return t.n == n && memcmp(t.p, s, n) == 0;
 }
 
-static bool starts_with(const char *p, const char *end, const char *s) {
+static bool
+starts_with(const char *p, const char *end, const char *s)
+{
     size_t n = strlen(s);
     return (size_t)(end - p) >= n && memcmp(p, s, n) == 0;
 }
@@ -190,7 +212,9 @@ static bool starts_with(const char *p, const char *end, const char *s) {
  * get/gets (multigets are legitimately long); anything else is junk or an
  * attack, and the connection is dropped.
  */
-static proto_status_t incomplete_line(const char *buf, size_t len) {
+static proto_status_t
+incomplete_line(const char *buf, size_t len)
+{
     const char *p = buf, *end = buf + len;
 
     if (len <= PROTO_LINE_MAX)
@@ -206,7 +230,9 @@ static proto_status_t incomplete_line(const char *buf, size_t len) {
 }
 
 /* Split on ' ' only, keeping at most MC_MAX_TOKENS like memcached does. */
-static void tokenize(struct line *ln) {
+static void
+tokenize(struct line *ln)
+{
     const char *p = ln->start;
 
     ln->ntok = 0;
@@ -231,8 +257,9 @@ static void tokenize(struct line *ln) {
 }
 
 /* Everything after the command token, without surrounding spaces. */
-static void rest_of_line(const struct line *ln, const char **sub,
-                         size_t *nsub) {
+static void
+rest_of_line(const struct line *ln, const char **sub, size_t *nsub)
+{
     const char *p = ln->tok[0].p + ln->tok[0].n, *end = ln->end;
 
     while (p < end && *p == ' ')
@@ -247,28 +274,38 @@ static void rest_of_line(const struct line *ln, const char **sub,
 /* Commands                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static proto_status_t fail(struct proto_req *req, const char *msg) {
+static proto_status_t
+fail(struct proto_req *req, const char *msg)
+{
     req->error = msg;
     return PROTO_ERROR;
 }
 
 /* memcached's set_noreply_maybe(): only the last token counts. */
-static void noreply_maybe(const struct line *ln, struct proto_req *req) {
+static void
+noreply_maybe(const struct line *ln, struct proto_req *req)
+{
     if (tok_is(ln->last, "noreply"))
         req->noreply = true;
 }
 
-static bool key_ok(struct tok t) {
+static bool
+key_ok(struct tok t)
+{
     return t.n <= PROTO_KEY_MAX;
 }
 
-static void set_key(struct proto_req *req, struct tok t) {
+static void
+set_key(struct proto_req *req, struct tok t)
+{
     req->key = t.p;
     req->nkey = t.n;
 }
 
 /* The length field, judged exactly as process_update_command() does. */
-static bool storage_vlen(struct tok t, uint32_t *vlen) {
+static bool
+storage_vlen(struct tok t, uint32_t *vlen)
+{
     int32_t v;
 
     if (!mc_strtol(t, &v) || v < 0 || v > INT32_MAX - 2)
@@ -282,8 +319,9 @@ static bool storage_vlen(struct tok t, uint32_t *vlen) {
  * data block is swallowed on error: otherwise client payload would be
  * executed as commands, which memcached does but we refuse to.
  */
-static proto_status_t parse_storage(const struct line *ln,
-                                    struct proto_req *req) {
+static proto_status_t
+parse_storage(const struct line *ln, struct proto_req *req)
+{
     bool is_cas = req->cmd == PROTO_CMD_CAS;
     size_t ntok = is_cas ? 6 : 5;  /* command token included */
     int32_t exptime = 0;
@@ -306,8 +344,9 @@ static proto_status_t parse_storage(const struct line *ln,
 }
 
 /* Validate every key up front: memcached rejects the whole multiget. */
-static proto_status_t set_keys(const char *from, const char *end,
-                               struct proto_req *req) {
+static proto_status_t
+set_keys(const char *from, const char *end, struct proto_req *req)
+{
     const char *cur = from, *k;
     size_t nk;
 
@@ -322,7 +361,9 @@ static proto_status_t set_keys(const char *from, const char *end,
     return PROTO_OK;
 }
 
-static proto_status_t parse_get(const struct line *ln, struct proto_req *req) {
+static proto_status_t
+parse_get(const struct line *ln, struct proto_req *req)
+{
     struct tok t1 = ln->tok[1];
     int32_t exptime;
 
@@ -337,8 +378,9 @@ static proto_status_t parse_get(const struct line *ln, struct proto_req *req) {
     return set_keys(t1.p + t1.n, ln->end, req);
 }
 
-static proto_status_t parse_arith(const struct line *ln,
-                                  struct proto_req *req) {
+static proto_status_t
+parse_arith(const struct line *ln, struct proto_req *req)
+{
     if (ln->ntok != 3 && ln->ntok != 4)
         return fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
@@ -350,8 +392,9 @@ static proto_status_t parse_arith(const struct line *ln,
     return PROTO_OK;
 }
 
-static proto_status_t parse_touch(const struct line *ln,
-                                  struct proto_req *req) {
+static proto_status_t
+parse_touch(const struct line *ln, struct proto_req *req)
+{
     int32_t exptime;
 
     if (ln->ntok != 3 && ln->ntok != 4)
@@ -371,8 +414,9 @@ static proto_status_t parse_touch(const struct line *ln,
  * still tolerated. noreply is looked at only when extra tokens exist, so
  * "delete noreply" deletes the key "noreply".
  */
-static proto_status_t parse_delete(const struct line *ln,
-                                   struct proto_req *req) {
+static proto_status_t
+parse_delete(const struct line *ln, struct proto_req *req)
+{
     if (ln->ntok < 2 || ln->ntok > 4)
         return fail(req, ERR_ERROR);
     if (ln->ntok > 2) {
@@ -392,8 +436,9 @@ static proto_status_t parse_delete(const struct line *ln,
 }
 
 /* The delay is parsed only when an argument other than noreply is there. */
-static proto_status_t parse_flush_all(const struct line *ln,
-                                      struct proto_req *req) {
+static proto_status_t
+parse_flush_all(const struct line *ln, struct proto_req *req)
+{
     int32_t delay;
 
     if (ln->ntok > 3)
@@ -409,8 +454,9 @@ static proto_status_t parse_flush_all(const struct line *ln,
 }
 
 /* verbosity and cache_memlimit differ only in their error text. */
-static proto_status_t parse_u32_arg(const struct line *ln,
-                                    struct proto_req *req, const char *err) {
+static proto_status_t
+parse_u32_arg(const struct line *ln, struct proto_req *req, const char *err)
+{
     uint32_t v;
 
     if (ln->ntok != 2 && ln->ntok != 3)
@@ -423,26 +469,30 @@ static proto_status_t parse_u32_arg(const struct line *ln,
     return PROTO_OK;
 }
 
-static proto_status_t parse_verbosity(const struct line *ln,
-                                      struct proto_req *req) {
+static proto_status_t
+parse_verbosity(const struct line *ln, struct proto_req *req)
+{
     return parse_u32_arg(ln, req, ERR_FORMAT);
 }
 
-static proto_status_t parse_memlimit(const struct line *ln,
-                                     struct proto_req *req) {
+static proto_status_t
+parse_memlimit(const struct line *ln, struct proto_req *req)
+{
     return parse_u32_arg(ln, req, ERR_ERROR);
 }
 
 /* Arguments are the caller's business (stats subcommands, shutdown mode). */
-static proto_status_t parse_rest(const struct line *ln,
-                                 struct proto_req *req) {
+static proto_status_t
+parse_rest(const struct line *ln, struct proto_req *req)
+{
     rest_of_line(ln, &req->sub, &req->nsub);
     return PROTO_OK;
 }
 
 /* version and quit ignore any arguments. */
-static proto_status_t parse_bare(const struct line *ln,
-                                 struct proto_req *req) {
+static proto_status_t
+parse_bare(const struct line *ln, struct proto_req *req)
+{
     (void)ln;
     (void)req;
     return PROTO_OK;
@@ -486,7 +536,9 @@ static const struct {
  * Commands whose first letter has its own dispatch branch in memcached
  * (and two-letter meta commands) never reach that check.
  */
-static bool looks_like_http(const struct line *ln) {
+static bool
+looks_like_http(const struct line *ln)
+{
     struct tok cmd = ln->tok[0];
 
     if (strchr("gsacidt", cmd.p[0]) != NULL)
@@ -496,7 +548,9 @@ static bool looks_like_http(const struct line *ln) {
     return starts_with(ln->last.p, ln->last.p + ln->last.n, "HTTP/");
 }
 
-static proto_status_t dispatch(const struct line *ln, struct proto_req *req) {
+static proto_status_t
+dispatch(const struct line *ln, struct proto_req *req)
+{
     size_t i;
 
     /* No memcached command is shorter than two bytes. */
@@ -513,8 +567,10 @@ static proto_status_t dispatch(const struct line *ln, struct proto_req *req) {
     return fail(req, ERR_ERROR);
 }
 
-proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
-                           size_t *consumed) {
+proto_status_t
+proto_parse(const char *buf, size_t len, struct proto_req *req,
+            size_t *consumed)
+{
     const char *nl = memchr(buf, '\n', len);
     const char *nul;
     struct line ln;
@@ -539,8 +595,10 @@ proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
     return dispatch(&ln, req);
 }
 
-bool proto_key_next(const char **cursor, const char *end, const char **key,
-                    size_t *nkey) {
+bool
+proto_key_next(const char **cursor, const char *end, const char **key,
+               size_t *nkey)
+{
     const char *p = *cursor;
 
     while (p < end && *p == ' ')
@@ -557,7 +615,9 @@ bool proto_key_next(const char **cursor, const char *end, const char **key,
     return true;
 }
 
-bool proto_data_ok(const char *data_tail2) {
+bool
+proto_data_ok(const char *data_tail2)
+{
     return data_tail2[0] == '\r' && data_tail2[1] == '\n';
 }
 
@@ -592,7 +652,9 @@ static const struct {
     [PROTO_RSP_SHUTDOWN_DISABLED] = RSP("ERROR: shutdown not enabled"),
 };
 
-const char *proto_rsp_str(proto_rsp_t rsp, size_t *len) {
+const char *
+proto_rsp_str(proto_rsp_t rsp, size_t *len)
+{
     if ((unsigned)rsp >= PROTO_RSP_MAX) {
         *len = 0;
         return NULL;
@@ -612,7 +674,9 @@ struct out {
     bool overflow;
 };
 
-static void out_mem(struct out *o, const char *s, size_t n) {
+static void
+out_mem(struct out *o, const char *s, size_t n)
+{
     if (o->overflow || o->cap - o->len < n) {
         o->overflow = true;
         return;
@@ -621,11 +685,15 @@ static void out_mem(struct out *o, const char *s, size_t n) {
     o->len += n;
 }
 
-static void out_str(struct out *o, const char *s) {
+static void
+out_str(struct out *o, const char *s)
+{
     out_mem(o, s, strlen(s));
 }
 
-static void out_u64(struct out *o, uint64_t v) {
+static void
+out_u64(struct out *o, uint64_t v)
+{
     char tmp[20];
     size_t i = sizeof(tmp);
 
@@ -636,14 +704,17 @@ static void out_u64(struct out *o, uint64_t v) {
     out_mem(o, tmp + i, sizeof(tmp) - i);
 }
 
-static size_t out_done(struct out *o) {
+static size_t
+out_done(struct out *o)
+{
     out_mem(o, "\r\n", 2);
     return o->overflow ? 0 : o->len;
 }
 
-size_t proto_compose_value(char *buf, size_t cap, const char *key, size_t nkey,
-                           uint32_t flags, uint32_t vlen, bool with_cas,
-                           uint64_t cas) {
+size_t
+proto_compose_value(char *buf, size_t cap, const char *key, size_t nkey,
+                    uint32_t flags, uint32_t vlen, bool with_cas, uint64_t cas)
+{
     struct out o = {buf, cap, 0, false};
 
     out_mem(&o, "VALUE ", 6);
@@ -659,15 +730,18 @@ size_t proto_compose_value(char *buf, size_t cap, const char *key, size_t nkey,
     return out_done(&o);
 }
 
-size_t proto_compose_uint(char *buf, size_t cap, uint64_t v) {
+size_t
+proto_compose_uint(char *buf, size_t cap, uint64_t v)
+{
     struct out o = {buf, cap, 0, false};
 
     out_u64(&o, v);
     return out_done(&o);
 }
 
-size_t proto_compose_stat(char *buf, size_t cap, const char *name,
-                          const char *value) {
+size_t
+proto_compose_stat(char *buf, size_t cap, const char *name, const char *value)
+{
     struct out o = {buf, cap, 0, false};
 
     out_mem(&o, "STAT ", 5);
@@ -677,7 +751,9 @@ size_t proto_compose_stat(char *buf, size_t cap, const char *name,
     return out_done(&o);
 }
 
-size_t proto_compose_line(char *buf, size_t cap, const char *text) {
+size_t
+proto_compose_line(char *buf, size_t cap, const char *text)
+{
     struct out o = {buf, cap, 0, false};
 
     out_str(&o, text);
