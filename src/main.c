@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/thread.h>
 
 #include "assoc.h"
 #include "clock.h"
@@ -32,10 +31,14 @@
 
 static struct event_base *main_base;
 
+/*
+ * `shutdown` arrives on a worker thread; the main loop is told the way a
+ * user would tell it, by SIGTERM, so libevent needs no cross-thread locks.
+ */
 static void
 on_shutdown(void)
 {
-    event_base_loopbreak(main_base);
+    kill(getpid(), SIGTERM);
 }
 
 static void
@@ -198,7 +201,6 @@ main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     raise_fd_limit();
-    evthread_use_pthreads();
     if (storage_setup() != 0) {
         return EXIT_FAILURE;
     }

@@ -59,6 +59,7 @@ struct conn {
     size_t               rlen;      /* end of buffered bytes */
     uint32_t             data_got;  /* bytes of the data block so far */
     bool                 read_paused;
+    bool                 write_pending; /* ev_write is added */
     bool                 yielded;
     rel_time_t           last_cmd;
     char                 peer[64];
@@ -406,10 +407,17 @@ conn_flush(struct conn *c)
                 conn_free(c);       /* no waiting on a peer we are dropping */
                 return false;
             }
-            event_add(c->ev_write, NULL);
+            if (!c->write_pending) {
+                event_add(c->ev_write, NULL);
+                c->write_pending = true;
+            }
             return true;
         }
-        event_del(c->ev_write);
+        /* The common case (all written at once) costs no event call. */
+        if (c->write_pending) {
+            event_del(c->ev_write);
+            c->write_pending = false;
+        }
         if (c->state == CONN_CLOSING) {
             conn_free(c);
             return false;

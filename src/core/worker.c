@@ -32,6 +32,12 @@ static struct worker   *workers;
 static int              nworkers;
 static _Atomic unsigned next_worker;
 
+#define NOTIFY_STOP (-1)         /* written instead of an fd: leave the loop */
+
+/*
+ * Everything another thread asks of a worker comes through its pipe, so
+ * libevent runs without its internal locks (no evthread_use_pthreads()).
+ */
 static void
 worker_on_notify(evutil_socket_t fd, short what, void *arg)
 {
@@ -40,12 +46,27 @@ worker_on_notify(evutil_socket_t fd, short what, void *arg)
 
     (void)what;
     while (read(fd, &cfd, sizeof(cfd)) == (ssize_t)sizeof(cfd)) {
+        if (cfd == NOTIFY_STOP) {
+            event_base_loopbreak(w->base);
+            continue;
+        }
         if (conn_new(cfd, w->base, &w->stats, &w->conns) == NULL) {
             log_error("failed to set up connection %d", cfd);
             close(cfd);
             stats_conn_close();
         }
     }
+}
+
+static int
+worker_notify(struct worker *w, int value)
+{
+    ssize_t n;
+
+    do {
+        n = write(w->notify_wr, &value, sizeof(value));
+    } while (n < 0 && errno == EINTR);
+    return n == (ssize_t)sizeof(value) ? 0 : -1;
 }
 
 static void *
@@ -114,8 +135,8 @@ void
 worker_teardown(void)
 {
     for (int i = 0; i < nworkers; i++) {
-        if (workers[i].base != NULL) {
-            event_base_loopbreak(workers[i].base);
+        if (workers[i].tid != 0) {
+            worker_notify(&workers[i], NOTIFY_STOP);
         }
     }
     for (int i = 0; i < nworkers; i++) {
@@ -144,11 +165,5 @@ worker_teardown(void)
 int
 worker_handoff(int fd)
 {
-    struct worker *w = &workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers];
-    ssize_t n;
-
-    do {
-        n = write(w->notify_wr, &fd, sizeof(fd));
-    } while (n < 0 && errno == EINTR);
-    return n == (ssize_t)sizeof(fd) ? 0 : -1;
+    return worker_notify(&workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers], fd);
 }
