@@ -87,6 +87,7 @@ uint8_t      slab_drain_begin(uint32_t sid);     /* its class, or 0 */
 void         slab_drain_abort(uint8_t cls, uint32_t sid);
 void         slab_drain_finish(uint8_t cls, uint32_t sid);
 uint32_t     slab_class_perslab(uint8_t cls);
+bool         slab_draining(uint32_t sid);
 struct item *slab_chunk(uint32_t sid, uint32_t idx);
 /* Carve an unassigned slab for cls (takes the class lock). */
 void         slab_attach(uint8_t cls, uint32_t sid);

@@ -242,10 +242,22 @@ item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
     int tries = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
 
     /* One lock hold for the whole batch: background eviction's point. */
+    /* Items of a slab being drained are about to go, and their chunks go
+     * with the slab: freeing one would give this class nothing. The tail
+     * is where a drain of the oldest slab works, so walk past them. */
+    uint32_t draining_left = slab_class_perslab(cls);
+
     slab_lock(cls);
     struct item *search = l->tail;
     while (tries > 0 && search != NULL) {
         struct item *prev = search->prev;
+        if (slab_draining(search->sid)) {
+            if (draining_left-- == 0) {
+                break;
+            }
+            search = prev;
+            continue;
+        }
         /* A referenced item is being read or written: never reuse it. */
         uint32_t hv = item_hash(search);
         if (atomic_load(&search->refcount) != 1 || assoc_trylock(hv) != 0) {

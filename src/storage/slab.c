@@ -383,6 +383,12 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
     pthread_mutex_unlock(&c->lock);
 }
 
+bool
+slab_draining(uint32_t sid)
+{
+    return atomic_load_explicit(&table_entry(sid)->draining, memory_order_relaxed);
+}
+
 uint32_t
 slab_class_perslab(uint8_t cls)
 {

@@ -498,6 +498,32 @@ START_TEST(test_rebuild_ops_under_memory_pressure)
 }
 END_TEST
 
+/*
+ * A slab being drained holds the oldest items, i.e. the LRU tail. Evicting
+ * them would free chunks that leave with the slab: the LRU must walk past
+ * them to items whose chunks stay in the class (once, sets failed here).
+ */
+START_TEST(test_lru_skips_a_draining_slab)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("lru", 3), 0);
+    ck_assert_uint_eq(slab_drain_begin(0), a);
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "new%d", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_ne(it->sid, 0);
+        item_release(it);
+    }
+    slab_drain_abort(a, 0);
+    ck_assert_int_eq(store("after", SMALL_LEN), ITEM_OK);
+}
+END_TEST
+
 START_TEST(test_background_evictor_keeps_a_reserve)
 {
     uint8_t a = cls_of(SMALL_LEN);
@@ -685,6 +711,7 @@ evict_suite(void)
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);
+    tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);
 
     TCase *stress = tcase_create("stress");
