@@ -5,7 +5,8 @@
  * request in its buffer (at most -R of them, then yields to other
  * connections) and answers them with one write. Input is bounded by the
  * line limits of the protocol; output is bounded by pausing input while
- * more than CONN_OUT_HIGH bytes wait for a slow reader.
+ * more than CONN_OUT_HIGH bytes or CONN_OUT_SEGS pieces wait for a slow
+ * reader.
  */
 #ifndef SC_CONN_H
 #define SC_CONN_H
@@ -14,7 +15,8 @@
 #include <stdint.h>
 
 #define CONN_RBUF_INIT  16384
-#define CONN_OUT_HIGH   (4u * 1024 * 1024)
+#define CONN_OUT_HIGH   (1024u * 1024)      /* queued bytes */
+#define CONN_OUT_SEGS   8192                /* queued pieces (~40 B each) */
 
 struct conn;
 struct event_base;

@@ -3,10 +3,9 @@
  *
  * Core hands each parsed request here; the dispatcher calls storage and
  * eviction, counts the request, and composes the response (through the
- * protocol module) into the connection's output buffer. Values of 1 KB
- * or more are added by reference: the item stays referenced until libevent
- * has written it, then the reference is dropped (no copy). Smaller ones are
- * copied, which is cheaper than a reference chain (see dispatch.c).
+ * protocol module) into the connection's output queue (outq.h). Values
+ * are queued by reference, never copied: the item stays referenced until
+ * its bytes have been written, then dispatch_ref_release() drops it.
  */
 #ifndef SC_DISPATCH_H
 #define SC_DISPATCH_H
@@ -16,8 +15,8 @@
 
 #include "proto.h"
 
-struct evbuffer;
 struct item;
+struct outq;
 struct stats_thread;
 
 typedef enum dispatch_result {
@@ -30,7 +29,7 @@ typedef enum dispatch_result {
 
 /* Per-connection dispatch state (embedded in the connection). */
 struct dispatch_ctx {
-    struct evbuffer     *out;
+    struct outq         *out;
     struct stats_thread *stats;
     /* pending storage command */
     struct item         *it;
@@ -45,6 +44,8 @@ struct dispatch_ctx {
 typedef void (*dispatch_shutdown_fn)(void);
 
 void dispatch_set_shutdown(dispatch_shutdown_fn fn);
+/* The output queue's release function for queued values. */
+void dispatch_ref_release(void *ref);
 
 dispatch_result_t dispatch_request(struct dispatch_ctx *d,
                                    const struct proto_req *req);

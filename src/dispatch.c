@@ -8,19 +8,18 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 
 #include "clock.h"
 #include "config.h"
 #include "evict.h"
 #include "item.h"
 #include "log.h"
+#include "outq.h"
 #include "settings.h"
 #include "slab.h"
 #include "stats.h"
 
 #define MEMLIMIT_MIN_MB 8
-#define DISPATCH_REF_MIN 1024   /* values this big are sent by reference */
 
 static dispatch_shutdown_fn shutdown_hook;
 
@@ -32,17 +31,13 @@ dispatch_set_shutdown(dispatch_shutdown_fn fn)
 
 /* --- output helpers --------------------------------------------------------- */
 
-/*
- * Short answers are copied: they pack into the buffer's current chunk,
- * where a reference would cost libevent a chain (and about 1 KB) each.
- */
 static void
 reply(struct dispatch_ctx *d, proto_rsp_t rsp)
 {
     size_t len;
     const char *s = proto_rsp_str(rsp, &len);
 
-    evbuffer_add(d->out, s, len);
+    outq_add(d->out, s, len);
 }
 
 static void
@@ -51,25 +46,16 @@ reply_line(struct dispatch_ctx *d, const char *text)
     char buf[PROTO_LINE_MAX];
     size_t n = proto_compose_line(buf, sizeof(buf), text);
 
-    evbuffer_add(d->out, buf, n);
+    outq_add(d->out, buf, n);
 }
 
-static void
-release_ref(const void *data, size_t len, void *arg)
+void
+dispatch_ref_release(void *ref)
 {
-    (void)data;
-    (void)len;
-    item_release(arg);
+    item_release(ref);
 }
 
-/*
- * Queue "VALUE ..." and the value. A value of DISPATCH_REF_MIN bytes or
- * more goes out by reference (no copy; the item stays referenced until
- * libevent has written it). A smaller one is copied and released at once:
- * a reference chain costs libevent a malloc and about 1 KB, more than the
- * copy, and would let a client that never reads pin memory many times the
- * size of the answers it has not read.
- */
+/* Queue "VALUE ..." and the value itself, which keeps the reference. */
 static void
 reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
 {
@@ -77,16 +63,8 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
     size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), it->nkey,
                                    it->flags, item_vlen(it), with_cas, it->cas);
 
-    evbuffer_add(d->out, hdr, n);
-    if (it->nbytes < DISPATCH_REF_MIN) {
-        evbuffer_add(d->out, item_value(it), it->nbytes);
-        item_release(it);
-        return;
-    }
-    if (evbuffer_add_reference(d->out, item_value(it), it->nbytes,
-                               release_ref, it) != 0) {
-        item_release(it);
-    }
+    outq_add(d->out, hdr, n);
+    outq_add_ref(d->out, item_value(it), it->nbytes, it);
 }
 
 static void
@@ -97,7 +75,7 @@ emit_stat(void *ctx, const char *name, const char *value)
     size_t n = proto_compose_stat(buf, sizeof(buf), name, value);
 
     if (n > 0) {
-        evbuffer_add(d->out, buf, n);
+        outq_add(d->out, buf, n);
     }
 }
 
@@ -259,7 +237,7 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
     switch (st) {
     case ITEM_OK: {
         char buf[32];
-        evbuffer_add(d->out, buf, proto_compose_uint(buf, sizeof(buf), value));
+        outq_add(d->out, buf, proto_compose_uint(buf, sizeof(buf), value));
         break;
     }
     case ITEM_NOT_FOUND:   reply(d, PROTO_RSP_NOT_FOUND); break;

@@ -3,7 +3,7 @@
  *
  * Readiness is level-triggered, so one read() per event is enough: if more
  * bytes are waiting the event fires again, and reading until EAGAIN would
- * cost an extra syscall per batch. Responses accumulate in an evbuffer
+ * cost an extra syscall per batch. Responses accumulate in an output queue
  * (values by reference) and leave in one writev per batch.
  *
  * States: CMD (parsing lines), DATA (filling a storage command's item),
@@ -22,11 +22,11 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 
 #include "clock.h"
 #include "dispatch.h"
+#include "outq.h"
 #include "proto.h"
 #include "settings.h"
 #include "stats.h"
@@ -63,6 +63,7 @@ struct conn {
     bool                 yielded;
     rel_time_t           last_cmd;
     char                 peer[64];
+    struct outq          out;
     struct dispatch_ctx  d;
 };
 
@@ -108,12 +109,13 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     c->stats = st;
     c->rsize = CONN_RBUF_INIT;
     c->rbuf = malloc(c->rsize);
-    c->d.out = evbuffer_new();
+    outq_init(&c->out, dispatch_ref_release);
+    c->d.out = &c->out;
     c->d.stats = st;
     c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
     c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     c->last_cmd = clock_now();
-    if (c->rbuf == NULL || c->d.out == NULL || c->ev_read == NULL ||
+    if (c->rbuf == NULL || c->ev_read == NULL ||
         c->ev_write == NULL || event_add(c->ev_read, NULL) != 0) {
         conn_release(c);        /* the caller closes fd and uncounts it */
         return NULL;
@@ -141,9 +143,7 @@ conn_release(struct conn *c)
     if (c->ev_write != NULL) {
         event_free(c->ev_write);
     }
-    if (c->d.out != NULL) {
-        evbuffer_free(c->d.out);    /* drops value references */
-    }
+    outq_free(&c->out);         /* drops value references */
     free(c->rbuf);
     free(c);
 }
@@ -342,7 +342,8 @@ conn_process(struct conn *c)
     long handled = 0;
 
     while (c->state != CONN_CLOSING) {
-        if (evbuffer_get_length(c->d.out) > CONN_OUT_HIGH) {
+        if (outq_pending(&c->out) > CONN_OUT_HIGH ||
+            outq_segments(&c->out) > CONN_OUT_SEGS) {
             /* Slow reader: stop taking input until output drains. */
             event_del(c->ev_read);
             c->read_paused = true;
@@ -392,8 +393,8 @@ static bool
 conn_flush(struct conn *c)
 {
     for (;;) {
-        if (evbuffer_get_length(c->d.out) > 0) {
-            int n = evbuffer_write(c->d.out, c->fd);
+        if (outq_pending(&c->out) > 0) {
+            ssize_t n = outq_write(&c->out, c->fd);
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 conn_free(c);
                 return false;
@@ -402,7 +403,7 @@ conn_flush(struct conn *c)
                 STATS_ADD(c->stats, bytes_written, (uint64_t)n);
             }
         }
-        if (evbuffer_get_length(c->d.out) > 0) {
+        if (outq_pending(&c->out) > 0) {
             if (c->state == CONN_CLOSING) {
                 conn_free(c);       /* no waiting on a peer we are dropping */
                 return false;

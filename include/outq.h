@@ -1,0 +1,52 @@
+/*
+ * outq.h -- a connection's output queue: bytes to send, written with one
+ * writev per flush.
+ *
+ * Small pieces (answers, VALUE headers) are copied into one growing
+ * buffer and coalesce into a single iovec; large ones (item values) are
+ * queued by reference, with an opaque `ref` released through the queue's
+ * release function once every byte of it has been written. Nothing is
+ * allocated per piece once the queue has grown to its working size, which
+ * is what libevent's evbuffer (a malloc per referenced chunk) could not do.
+ */
+#ifndef SC_OUTQ_H
+#define SC_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct outq_seg {
+    const char *ptr;            /* NULL: the bytes are in buf at off */
+    size_t      off;
+    size_t      len;
+    void       *ref;            /* released once the segment is sent */
+};
+
+struct outq {
+    char            *buf;
+    size_t           buf_len;
+    size_t           buf_cap;
+    struct outq_seg *seg;
+    uint32_t         nseg;
+    uint32_t         seg_cap;
+    uint32_t         head;      /* first segment not fully sent */
+    size_t           head_sent; /* bytes of seg[head] already sent */
+    size_t           pending;   /* bytes queued, not yet sent */
+    void           (*release)(void *ref);
+};
+
+void    outq_init(struct outq *q, void (*release)(void *ref));
+/* Release the references of unsent segments and free the queue's memory. */
+void    outq_free(struct outq *q);
+/* Copy n bytes. Returns 0, or -1 (nothing queued) if memory runs out. */
+int     outq_add(struct outq *q, const void *p, size_t n);
+/* Queue n bytes at p by reference; ref is released once they are sent
+ * (or at once, on failure, returning -1). */
+int     outq_add_ref(struct outq *q, const void *p, size_t n, void *ref);
+static inline size_t outq_pending(const struct outq *q) { return q->pending; }
+static inline uint32_t outq_segments(const struct outq *q) { return q->nseg - q->head; }
+/* One writev of what is queued: bytes written, or -1 with errno. */
+ssize_t outq_write(struct outq *q, int fd);
+
+#endif

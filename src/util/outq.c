@@ -1,0 +1,174 @@
+/*
+ * outq.c -- output queue (see outq.h). Buffer segments record offsets,
+ * not pointers, so the copy buffer may grow while earlier bytes wait to
+ * be sent; it is reset only once everything queued has been written.
+ */
+#include "outq.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define OUTQ_IOV_MAX     64         /* iovecs per writev */
+#define OUTQ_BUF_INIT    2048
+#define OUTQ_SEG_INIT    16
+#define OUTQ_BUF_KEEP    (64 * 1024) /* shrink larger buffers when idle */
+
+void
+outq_init(struct outq *q, void (*release)(void *ref))
+{
+    memset(q, 0, sizeof(*q));
+    q->release = release;
+}
+
+static void
+outq_release_from(struct outq *q, uint32_t from)
+{
+    for (uint32_t i = from; i < q->nseg; i++) {
+        if (q->seg[i].ref != NULL) {
+            q->release(q->seg[i].ref);
+        }
+    }
+}
+
+void
+outq_free(struct outq *q)
+{
+    outq_release_from(q, q->head);
+    free(q->buf);
+    free(q->seg);
+    memset(q, 0, sizeof(*q));
+}
+
+static int
+outq_seg_room(struct outq *q)
+{
+    if (q->nseg < q->seg_cap) {
+        return 0;
+    }
+    uint32_t cap = q->seg_cap ? q->seg_cap * 2 : OUTQ_SEG_INIT;
+    struct outq_seg *seg = realloc(q->seg, cap * sizeof(*seg));
+    if (seg == NULL) {
+        return -1;
+    }
+    q->seg = seg;
+    q->seg_cap = cap;
+    return 0;
+}
+
+int
+outq_add(struct outq *q, const void *p, size_t n)
+{
+    if (q->buf_len + n > q->buf_cap) {
+        size_t cap = q->buf_cap ? q->buf_cap : OUTQ_BUF_INIT;
+        while (cap < q->buf_len + n) {
+            cap *= 2;
+        }
+        char *buf = realloc(q->buf, cap);
+        if (buf == NULL) {
+            return -1;
+        }
+        q->buf = buf;
+        q->buf_cap = cap;
+    }
+    struct outq_seg *last = q->nseg > q->head ? &q->seg[q->nseg - 1] : NULL;
+    if (last != NULL && last->ptr == NULL && last->off + last->len == q->buf_len) {
+        last->len += n;             /* coalesce with the previous copy */
+    } else {
+        if (outq_seg_room(q) != 0) {
+            return -1;
+        }
+        q->seg[q->nseg++] = (struct outq_seg){ NULL, q->buf_len, n, NULL };
+    }
+    memcpy(q->buf + q->buf_len, p, n);
+    q->buf_len += n;
+    q->pending += n;
+    return 0;
+}
+
+int
+outq_add_ref(struct outq *q, const void *p, size_t n, void *ref)
+{
+    if (outq_seg_room(q) != 0) {
+        q->release(ref);
+        return -1;
+    }
+    q->seg[q->nseg++] = (struct outq_seg){ p, 0, n, ref };
+    q->pending += n;
+    return 0;
+}
+
+/* Everything sent: start over at the front, shrinking an outsized buffer. */
+static void
+outq_reset(struct outq *q)
+{
+    q->nseg = q->head = 0;
+    q->head_sent = 0;
+    q->buf_len = 0;
+    if (q->buf_cap > OUTQ_BUF_KEEP) {
+        free(q->buf);
+        q->buf = NULL;
+        q->buf_cap = 0;
+    }
+}
+
+/* Mark w bytes sent: release whole segments, remember a partial one. */
+static void
+outq_advance(struct outq *q, size_t w)
+{
+    size_t left = w;
+    q->pending -= left;
+    while (left > 0) {
+        struct outq_seg *s = &q->seg[q->head];
+        size_t rest = s->len - q->head_sent;
+        if (left < rest) {
+            q->head_sent += left;
+            break;
+        }
+        left -= rest;
+        if (s->ref != NULL) {
+            q->release(s->ref);
+        }
+        q->head++;
+        q->head_sent = 0;
+    }
+    if (q->head == q->nseg) {
+        outq_reset(q);
+    }
+}
+
+/*
+ * writev batches of up to OUTQ_IOV_MAX segments until the queue is empty
+ * or the socket takes less than offered (then it is full: stop, rather
+ * than spend a syscall on EAGAIN). Usually one call, one writev.
+ */
+ssize_t
+outq_write(struct outq *q, int fd)
+{
+    struct iovec iov[OUTQ_IOV_MAX];
+    ssize_t total = 0;
+
+    while (q->head < q->nseg) {
+        size_t offered = 0;
+        int n = 0;
+        for (uint32_t i = q->head; i < q->nseg && n < OUTQ_IOV_MAX; i++, n++) {
+            const struct outq_seg *s = &q->seg[i];
+            const char *base = s->ptr != NULL ? s->ptr : q->buf + s->off;
+            size_t skip = i == q->head ? q->head_sent : 0;
+            iov[n].iov_base = (void *)(base + skip);
+            iov[n].iov_len = s->len - skip;
+            offered += iov[n].iov_len;
+        }
+        ssize_t w = writev(fd, iov, n);
+        if (w <= 0) {
+            return total > 0 ? total : w;
+        }
+        outq_advance(q, (size_t)w);
+        total += w;
+        if ((size_t)w < offered) {
+            break;
+        }
+    }
+    return total;
+}
