@@ -4,8 +4,10 @@
  * Core hands each parsed request here; the dispatcher calls storage and
  * eviction, counts the request, and composes the response (through the
  * protocol module) into the connection's output queue (outq.h). Values
- * are queued by reference, never copied: the item stays referenced until
- * its bytes have been written, then dispatch_ref_release() drops it.
+ * of 256 bytes or more are queued by reference, not copied: the item stays
+ * referenced until its bytes have been written, then
+ * dispatch_ref_release() drops it. Smaller values are copied, which the
+ * kernel handles faster than one more iovec (see dispatch.c).
  */
 #ifndef SC_DISPATCH_H
 #define SC_DISPATCH_H
