@@ -241,12 +241,12 @@ item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
     uint32_t freed = 0;
     int tries = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
 
-    /* One lock hold for the whole batch: background eviction's point. */
     /* Items of a slab being drained are about to go, and their chunks go
      * with the slab: freeing one would give this class nothing. The tail
      * is where a drain of the oldest slab works, so walk past them. */
     uint32_t draining_left = slab_class_perslab(cls);
 
+    /* One lock hold for the whole batch: background eviction's point. */
     slab_lock(cls);
     struct item *search = l->tail;
     while (tries > 0 && search != NULL) {
