@@ -72,7 +72,10 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
     size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), it->nkey,
                                    it->flags, item_vlen(it), with_cas, it->cas);
 
-    outq_add(d->out, hdr, n);
+    if (outq_add(d->out, hdr, n) != 0) {
+        item_release(it);       /* no header, so no value either */
+        return;
+    }
     if (it->nbytes < DISPATCH_COPY_MAX) {
         outq_add(d->out, item_value(it), it->nbytes);
         item_release(it);

@@ -617,6 +617,9 @@ item_concat(struct item *it, bool append)
         assoc_lock(hv);
         bool same = still_linked(old, hv);
         if (same) {
+            /* touch/gat change these in place while we were unlocked. */
+            joined->exptime = old->exptime;
+            joined->flags = old->flags;
             do_item_replace(old, joined, hv);
         }
         assoc_unlock(hv);
@@ -803,9 +806,12 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
         assoc_lock(hv);
         bool same = still_linked(it, hv);
         if (same) {
-            /* Pinned, so unchanged: recompute to format into the new item. */
+            /* Pinned, so its value is unchanged: recompute to format into
+             * the new item. touch/gat may have moved exptime meanwhile. */
             arith_compute(it, incr, delta, result, buf, &len);
             write_counter(nit, buf, len);
+            nit->exptime = it->exptime;
+            nit->flags = it->flags;
             do_item_replace(it, nit, hv);
         }
         assoc_unlock(hv);
