@@ -12,7 +12,6 @@ typedef enum log_level {
 } log_level_t;
 
 void log_set_level(int level);
-int  log_get_level(void);
 void log_write(log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -100,9 +100,8 @@ bool         slab_at_limit(void);
 /* Least recent access time of cls's slabs; false if it holds none. */
 bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
 
-/* Slabs held now, and the most the memory limit allows. */
+/* Slabs held now by cls. */
 uint32_t     slab_class_slabs(uint8_t cls);
-uint32_t     slab_max_slabs(void);
 
 /* Memory limit at run time (cache_memlimit); only caps future growth. */
 void     slab_set_limit(size_t maxbytes);

@@ -435,11 +435,6 @@ slab_class_slabs(uint8_t cls)
     return atomic_load_explicit(&classes[cls].nslabs, memory_order_relaxed);
 }
 
-uint32_t
-slab_max_slabs(void)
-{
-    return (uint32_t)(atomic_load(&mem_limit) / slab_bytes);
-}
 
 bool
 slab_class_coldest(uint8_t cls, uint64_t *accessed_ms)

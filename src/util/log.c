@@ -16,11 +16,6 @@ log_set_level(int level)
     atomic_store(&log_level, level);
 }
 
-int
-log_get_level(void)
-{
-    return atomic_load(&log_level);
-}
 
 void
 log_write(log_level_t level, const char *fmt, ...)
