@@ -1,5 +1,5 @@
 /*
- * item.h -- cache items: layout, reference counts, LRU and the store,
+ * item.h -- cache items: layout, reference counts, CLOCK and the store,
  * fetch, delete, arithmetic and flush semantics of memcached.
  *
  * Reference counting: item_alloc() returns an item with one reference
@@ -10,9 +10,9 @@
  * reused underneath the writer.
  *
  * Locking: an item's hash partition lock (assoc.h) guards its linkage
- * and fields; its class lock (slab.h) guards the LRU. Order: partition
- * lock, then class lock. Code holding a class lock only try-locks
- * partitions.
+ * and fields; its class lock (slab.h) guards the CLOCK hand and free
+ * chunks. Order: partition lock, then class lock. Code holding a class
+ * lock only try-locks partitions.
  */
 #ifndef SC_ITEM_H
 #define SC_ITEM_H
@@ -24,27 +24,82 @@
 
 #include "clock.h"
 
-#define ITEM_LINKED  0x01       /* in the hash table and LRU */
+#define ITEM_LINKED  0x01       /* in the hash table */
 #define ITEM_FREE    0x02       /* on its class free list */
 #define ITEM_FETCHED 0x04       /* read at least once since stored */
-#define ITEM_ACTIVE  0x08       /* read since it last reached the LRU tail */
+#define ITEM_ACTIVE  0x08       /* read since the CLOCK hand last passed */
 
+/* refs: the reference count in the low bits, the ITEM_* flags above it. */
+#define ITEM_REF_BITS   24
+#define ITEM_REF_MASK   ((1u << ITEM_REF_BITS) - 1)
+#define ITEM_REF_MAX    (ITEM_REF_MASK - 1024)  /* item_get() refuses past */
+
+/*
+ * 32 bytes (memcached: 48, plus 8 for CAS). No LRU links: eviction is a
+ * CLOCK hand over the class's slabs (slab.h). No slab id or class: both
+ * follow from the address. The hash chain is a 32-bit chunk handle, and
+ * the key length shares a word with the CAS (56 bits of CAS outlast any
+ * server: 10M sets/s for 200 years).
+ */
 struct item {
-    struct item       *h_next;  /* hash chain */
-    struct item       *prev;    /* LRU or free list */
-    struct item       *next;
-    rel_time_t         time;    /* last store or LRU bump */
+    union {
+        struct {                        /* linked or being filled */
+            uint32_t    h_next;         /* hash chain (slab handle) */
+            rel_time_t  time;           /* last store or CLOCK rescue */
+        };
+        struct {                        /* ITEM_FREE: class lock held */
+            uint32_t    f_next;
+            uint32_t    f_prev;
+        };
+    };
     rel_time_t         exptime; /* 0 = never */
     uint32_t           nbytes;  /* value length including "\r\n" */
     uint32_t           flags;   /* client flags */
-    _Atomic uint32_t   refcount;
-    uint32_t           sid;     /* slab table index */
-    uint64_t           cas;
-    uint8_t            cls;
-    uint8_t            nkey;
-    _Atomic uint8_t    iflags;  /* atomic: read by slab drains unlocked */
+    _Atomic uint32_t   refs;    /* refcount | iflags << ITEM_REF_BITS */
+    uint64_t           cas_key; /* cas << 8 | key length */
     char               data[];  /* key, then value with "\r\n" */
 };
+
+_Static_assert(sizeof(struct item) == 32, "item header is 32 bytes");
+
+static inline uint8_t  item_nkey(const struct item *it) { return (uint8_t)it->cas_key; }
+static inline uint64_t item_cas(const struct item *it) { return it->cas_key >> 8; }
+static inline void
+item_set_cas(struct item *it, uint64_t cas)
+{
+    it->cas_key = cas << 8 | (it->cas_key & 0xff);
+}
+
+static inline uint32_t
+item_refcount(struct item *it)
+{
+    return atomic_load_explicit(&it->refs, memory_order_acquire) & ITEM_REF_MASK;
+}
+
+static inline uint8_t
+item_iflags(struct item *it)
+{
+    return (uint8_t)(atomic_load_explicit(&it->refs, memory_order_acquire) >> ITEM_REF_BITS);
+}
+
+static inline void
+item_iflags_set(struct item *it, uint8_t f)
+{
+    atomic_fetch_or(&it->refs, (uint32_t)f << ITEM_REF_BITS);
+}
+
+static inline void
+item_iflags_clear(struct item *it, uint8_t f)
+{
+    atomic_fetch_and(&it->refs, ~((uint32_t)f << ITEM_REF_BITS));
+}
+
+/* Flags f and no references: only for chunks nobody else can reach. */
+static inline void
+item_iflags_reset(struct item *it, uint8_t f)
+{
+    atomic_store(&it->refs, (uint32_t)f << ITEM_REF_BITS);
+}
 
 typedef enum item_status {
     ITEM_OK,
@@ -80,7 +135,7 @@ struct item_stats {
 /* Per-class item figures for `stats items`. */
 struct item_class_stats {
     uint64_t number;
-    uint64_t age;               /* seconds since the LRU tail was used */
+    uint64_t age;               /* seconds since the item at the hand was stored */
     uint64_t evicted;
     uint64_t evicted_nonzero;
     uint64_t evicted_time;
@@ -97,7 +152,7 @@ void  item_teardown(void);
 size_t item_total_size(size_t nkey, size_t vlen);  /* header+key+value+2 */
 
 static inline char *item_key(struct item *it) { return it->data; }
-static inline char *item_value(struct item *it) { return it->data + it->nkey; }
+static inline char *item_value(struct item *it) { return it->data + item_nkey(it); }
 static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2; }
 
 /* Allocate an unlinked item able to hold vlen value bytes plus "\r\n". */
@@ -137,9 +192,10 @@ item_status_t item_arith(const char *key, size_t nkey, bool incr,
 void          item_flush(int64_t delay);
 
 /*
- * For eviction policies: free up to max items from the LRU tail of class
- * cls under one lock hold. With evict_live false only expired or flushed
- * items are reclaimed. Returns how many chunks were freed into the class.
+ * For eviction policies (the `lru` policy): free up to max items of class
+ * cls at its CLOCK hand under one lock hold, giving items read since the
+ * hand last passed a second chance. With evict_live false only expired
+ * or flushed items are reclaimed. Returns the chunks freed into the class.
  */
 uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max);
 

@@ -5,7 +5,12 @@
  * maxbytes in total. Every slab ever allocated is appended to the slab
  * table and never freed, only reassigned to another class, so eviction
  * policies can name any slab by its index in O(1). Each class has a lock
- * guarding its free list, its slabs and (used by item.c) its LRU.
+ * guarding its free list, its slabs and (used by item.c) its CLOCK hand.
+ *
+ * Slabs live in one reserved address range, slab i at a fixed offset, so
+ * a chunk's slab (and so its class) follows from its address, and a chunk
+ * can be named by a 32-bit handle: its offset in units of the chunk
+ * alignment. Items store neither their slab nor pointers (item.h).
  */
 #ifndef SC_SLAB_H
 #define SC_SLAB_H
@@ -18,8 +23,28 @@
 
 #define SLAB_CLASS_MAX   63      /* classes are 1..SLAB_CLASS_MAX */
 #define SLAB_ID_NONE     UINT32_MAX
+#define SLAB_HANDLE_NONE 0u
 
 struct item;
+
+/* Set once by slab_setup(); read on every hash chain step. */
+struct slab_arena {
+    uintptr_t handle_base;      /* address of handle 0 (never a chunk) */
+    unsigned  handle_shift;     /* log2 of the chunk alignment */
+};
+extern struct slab_arena slab_arena;
+
+static inline uint32_t
+slab_handle(const struct item *it)
+{
+    return (uint32_t)(((uintptr_t)it - slab_arena.handle_base) >> slab_arena.handle_shift);
+}
+
+static inline struct item *
+slab_handle_item(uint32_t h)
+{
+    return (struct item *)(slab_arena.handle_base + ((uintptr_t)h << slab_arena.handle_shift));
+}
 
 typedef enum slab_rstatus {
     SLAB_OK,
@@ -55,7 +80,7 @@ uint8_t  slab_clsid(size_t size);
 uint8_t  slab_class_count(void);          /* highest valid class id */
 size_t   slab_size(void);
 
-/* Class lock: protects the class's free list and LRU. */
+/* Class lock: protects the class's free list, slab list and CLOCK hand. */
 void     slab_lock(uint8_t cls);
 void     slab_unlock(uint8_t cls);
 
@@ -68,6 +93,19 @@ struct item *slab_alloc(uint8_t cls, uint32_t *sid);
 /* Return a chunk to its class's free list. Caller holds slab_lock(cls). */
 void     slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk);
 void     slab_free(uint8_t cls, uint32_t sid, struct item *chunk);
+
+/* The slab holding a chunk, and the class that slab is carved for. */
+uint32_t slab_sid_of(const void *chunk);
+uint8_t  slab_cls_of(const void *chunk);
+
+/*
+ * CLOCK hand over every chunk of cls's slabs, in slab then address order
+ * (item.c's item-level eviction). Caller holds slab_lock(cls). next
+ * returns the chunk under the hand and moves it on; peek looks ahead k
+ * chunks without moving it. NULL when the class holds no slab.
+ */
+struct item *slab_clock_next(uint8_t cls);
+struct item *slab_clock_peek(uint8_t cls, uint32_t k);
 
 /* Slab table (append-only). */
 uint32_t slab_table_count(void);

@@ -69,8 +69,8 @@ static void
 reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
 {
     char hdr[PROTO_VALUE_HDR_MAX];
-    size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), it->nkey,
-                                   it->flags, item_vlen(it), with_cas, it->cas);
+    size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), item_nkey(it),
+                                   it->flags, item_vlen(it), with_cas, item_cas(it));
 
     if (outq_add(d->out, hdr, n) != 0) {
         item_release(it);       /* no header, so no value either */

@@ -228,7 +228,7 @@ emit_general(stats_emit_fn emit, void *ctx)
         power++;
     }
     emit_u64(emit, ctx, "hash_power_level", power);
-    emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(void *));
+    emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(uint32_t));   /* handles */
     emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
     emit_u64(emit, ctx, "total_malloced", slab_malloced());

@@ -16,6 +16,7 @@
 
 #include "hash.h"
 #include "item.h"
+#include "slab.h"
 
 #define PART_BITS 10
 #define PART_MASK (ASSOC_PARTITIONS - 1)
@@ -25,7 +26,7 @@ _Static_assert((1u << PART_BITS) == ASSOC_PARTITIONS, "partition bits");
 
 struct partition {
     pthread_mutex_t lock;
-    struct item   **buckets;
+    uint32_t       *buckets;    /* slab handles: half a pointer each */
     uint32_t        power;      /* 2^power buckets */
     uint32_t        count;
 } __attribute__((aligned(64)));
@@ -100,10 +101,12 @@ assoc_find(const char *key, size_t nkey, uint32_t hv)
 {
     struct partition *p = part_of(hv);
 
-    for (struct item *it = p->buckets[bucket_of(p, hv)]; it != NULL; it = it->h_next) {
-        if (it->nkey == nkey && memcmp(item_key(it), key, nkey) == 0) {
+    for (uint32_t h = p->buckets[bucket_of(p, hv)]; h != SLAB_HANDLE_NONE;) {
+        struct item *it = slab_handle_item(h);
+        if (item_nkey(it) == nkey && memcmp(item_key(it), key, nkey) == 0) {
             return it;
         }
+        h = it->h_next;
     }
     return NULL;
 }
@@ -117,7 +120,7 @@ partition_grow(struct partition *p)
 {
     uint32_t old_n = 1u << p->power;
     uint32_t new_power = p->power + 1;
-    struct item **nb;
+    uint32_t *nb;
 
     if (new_power + PART_BITS > 32) {
         return;                 /* hash bits exhausted */
@@ -127,14 +130,15 @@ partition_grow(struct partition *p)
         return;
     }
     for (uint32_t b = 0; b < old_n; b++) {
-        struct item *it = p->buckets[b];
-        while (it != NULL) {
-            struct item *next = it->h_next;
-            uint32_t hv = hash_key(item_key(it), it->nkey);
+        uint32_t h = p->buckets[b];
+        while (h != SLAB_HANDLE_NONE) {
+            struct item *it = slab_handle_item(h);
+            uint32_t next = it->h_next;
+            uint32_t hv = hash_key(item_key(it), item_nkey(it));
             uint32_t nbk = (hv >> PART_BITS) & ((old_n * 2) - 1);
             it->h_next = nb[nbk];
-            nb[nbk] = it;
-            it = next;
+            nb[nbk] = h;
+            h = next;
         }
     }
     free(p->buckets);
@@ -151,7 +155,7 @@ assoc_insert(struct item *it, uint32_t hv)
     uint32_t b = bucket_of(p, hv);
 
     it->h_next = p->buckets[b];
-    p->buckets[b] = it;
+    p->buckets[b] = slab_handle(it);
     p->count++;
     if (p->count > (3u << p->power) / 2) {
         partition_grow(p);
@@ -162,15 +166,16 @@ void
 assoc_delete(struct item *it, uint32_t hv)
 {
     struct partition *p = part_of(hv);
-    struct item **pp = &p->buckets[bucket_of(p, hv)];
+    uint32_t h = slab_handle(it);
+    uint32_t *pp = &p->buckets[bucket_of(p, hv)];
 
-    while (*pp != NULL && *pp != it) {
-        pp = &(*pp)->h_next;
+    while (*pp != SLAB_HANDLE_NONE && *pp != h) {
+        pp = &slab_handle_item(*pp)->h_next;
     }
-    assert(*pp == it);
-    if (*pp == it) {
+    assert(*pp == h);
+    if (*pp == h) {
         *pp = it->h_next;
-        it->h_next = NULL;
+        it->h_next = SLAB_HANDLE_NONE;
         p->count--;
     }
 }

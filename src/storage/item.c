@@ -1,11 +1,18 @@
 /*
- * item.c -- items: allocation, linkage, per-class LRU, and memcached's
+ * item.c -- items: allocation, linkage, per-class CLOCK, and memcached's
  * store/get/delete/touch/arith/flush semantics (see item.h for the
  * reference counting and lock order rules).
  *
  * Expired and flushed items are removed lazily: whoever finds one under
- * its partition lock unlinks it. Allocation reclaims expired items at the
- * LRU tail before it asks the eviction policies for memory.
+ * its partition lock unlinks it. Allocation reclaims expired items just
+ * ahead of the CLOCK hand before it asks the eviction policies for memory.
+ *
+ * Item-level eviction is CLOCK (second chance) rather than a linked LRU:
+ * the hand sweeps the class's slabs in address order; an item read since
+ * the hand last passed (ITEM_ACTIVE, set by readers without the class
+ * lock) is spared once, anything else is evicted. It approximates LRU
+ * without two list pointers per item, and neither reads nor stores take
+ * the class lock.
  */
 #include "item.h"
 
@@ -21,17 +28,20 @@
 #include "slab.h"
 
 #define ALLOC_TRIES       8     /* evict/alloc rounds before giving up */
-#define LRU_SEARCH_DEPTH  5     /* tail items examined per pull */
-#define LRU_RESCUE_MAX    32    /* active tail items given a second chance */
+#define LRU_SEARCH_DEPTH  5     /* busy items passed over per freed one */
+#define LRU_RESCUE_MAX    32    /* active items given a second chance per freed one */
+#define CLOCK_SCAN_EXTRA  256   /* chunks a sweep may pass beyond two slabs' worth */
 #define SLAB_LOCK_TRIES   1000  /* yields waiting for a partition lock */
 
-/* Per-class LRU and counters, guarded by that class's slab lock. */
+/*
+ * Per-class counters. number/bytes/total_items change on every link and
+ * unlink, so they are atomics (no class lock on the store path); the
+ * eviction counters are written under the class lock.
+ */
 struct lru {
-    struct item *head;
-    struct item *tail;
-    uint64_t     number;
-    uint64_t     bytes;
-    uint64_t     total_items;
+    _Atomic uint64_t number;
+    _Atomic uint64_t bytes;
+    _Atomic uint64_t total_items;
     uint64_t     evicted;
     uint64_t     evicted_nonzero;
     uint64_t     evicted_time;
@@ -74,13 +84,19 @@ item_total_size(size_t nkey, size_t vlen)
 static inline uint32_t
 item_hash(struct item *it)
 {
-    return hash_key(item_key(it), it->nkey);
+    return hash_key(item_key(it), item_nkey(it));
 }
 
 static inline size_t
 item_ntotal(const struct item *it)
 {
-    return offsetof(struct item, data) + it->nkey + it->nbytes;
+    return offsetof(struct item, data) + item_nkey(it) + it->nbytes;
+}
+
+static inline struct lru *
+lru_of(const struct item *it)
+{
+    return &lrus[slab_cls_of(it)];
 }
 
 /* memcached's item_is_flushed(): stored at or before the flush point. */
@@ -93,7 +109,9 @@ item_is_flushed(const struct item *it, rel_time_t now)
     if (live == 0 || live > now) {
         return false;
     }
-    return it->time <= live || (ocas != 0 && it->cas != 0 && it->cas < ocas);
+    uint64_t cas = item_cas(it);
+
+    return it->time <= live || (ocas != 0 && cas != 0 && cas < ocas);
 }
 
 static bool
@@ -102,76 +120,36 @@ item_is_dead(const struct item *it, rel_time_t now)
     return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now);
 }
 
-/* --- LRU (class lock held) ------------------------------------------------ */
-
-static void
-lru_push_head(struct lru *l, struct item *it)
-{
-    it->prev = NULL;
-    it->next = l->head;
-    if (l->head != NULL) {
-        l->head->prev = it;
-    }
-    l->head = it;
-    if (l->tail == NULL) {
-        l->tail = it;
-    }
-}
-
-static void
-lru_remove(struct lru *l, struct item *it)
-{
-    if (it->prev != NULL) {
-        it->prev->next = it->next;
-    } else {
-        l->head = it->next;
-    }
-    if (it->next != NULL) {
-        it->next->prev = it->prev;
-    } else {
-        l->tail = it->prev;
-    }
-    it->prev = it->next = NULL;
-}
-
 /* --- link / unlink (partition lock held) ---------------------------------- */
 
 static void
 do_item_link(struct item *it, uint32_t hv)
 {
-    struct lru *l = &lrus[it->cls];
+    struct lru *l = lru_of(it);
 
-    assert((it->iflags & (ITEM_LINKED | ITEM_FREE)) == 0);
-    it->iflags |= ITEM_LINKED;
+    assert((item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == 0);
     it->time = clock_now();
-    it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
-    atomic_fetch_add(&it->refcount, 1);
+    item_set_cas(it, cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0);
+    /* The hash table's reference and the flag in one atomic step. */
+    atomic_fetch_add(&it->refs, 1u | (uint32_t)ITEM_LINKED << ITEM_REF_BITS);
     assoc_insert(it, hv);
-    slab_touch(it->sid);
-
-    slab_lock(it->cls);
-    lru_push_head(l, it);
-    l->number++;
-    l->total_items++;
-    l->bytes += item_ntotal(it);
-    slab_unlock(it->cls);
+    slab_touch(slab_sid_of(it));
+    atomic_fetch_add_explicit(&l->number, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->total_items, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
 }
 
-/* Remove from hash and LRU. Caller must item_release() the link's ref. */
+/* Remove from the hash table. Caller must item_release() the link's ref. */
 static void
 do_item_unlink_nofree(struct item *it, uint32_t hv)
 {
-    struct lru *l = &lrus[it->cls];
+    struct lru *l = lru_of(it);
 
-    assert(it->iflags & ITEM_LINKED);
-    it->iflags &= (uint8_t)~ITEM_LINKED;
+    assert(item_iflags(it) & ITEM_LINKED);
+    item_iflags_clear(it, ITEM_LINKED);
     assoc_delete(it, hv);
-
-    slab_lock(it->cls);
-    lru_remove(l, it);
-    l->number--;
-    l->bytes -= item_ntotal(it);
-    slab_unlock(it->cls);
+    atomic_fetch_sub_explicit(&l->number, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
 }
 
 static void
@@ -191,108 +169,166 @@ do_item_replace(struct item *old, struct item *it, uint32_t hv)
 void
 item_release(struct item *it)
 {
-    uint32_t prev = atomic_fetch_sub_explicit(&it->refcount, 1,
-                                              memory_order_acq_rel);
-    assert(prev > 0);
-    if (prev == 1) {
-        assert(!(it->iflags & ITEM_LINKED));
-        slab_free(it->cls, it->sid, it);
+    uint32_t prev = atomic_fetch_sub_explicit(&it->refs, 1, memory_order_acq_rel);
+
+    assert((prev & ITEM_REF_MASK) > 0);
+    if ((prev & ITEM_REF_MASK) == 1) {
+        assert(!((prev >> ITEM_REF_BITS) & ITEM_LINKED));
+        slab_free(slab_cls_of(it), slab_sid_of(it), it);
     }
 }
 
 /* --- allocation ------------------------------------------------------------ */
 
 /*
- * Unlink a tail item we hold both locks for and give its chunk back to the
- * class; account it as reclaimed (dead) or evicted (live).
+ * Unlink an item we hold both locks for (its only reference is the hash
+ * table's); the caller gives its chunk back to the class. Accounted as
+ * reclaimed (dead) or evicted (live).
  */
 static void
 lru_drop_locked(struct lru *l, struct item *it, uint32_t hv, bool dead,
                 rel_time_t now)
 {
-    it->iflags &= (uint8_t)~ITEM_LINKED;
-    assoc_delete(it, hv);
-    lru_remove(l, it);
-    l->number--;
-    l->bytes -= item_ntotal(it);
+    uint8_t f = item_iflags(it);
+
+    do_item_unlink_nofree(it, hv);
     if (dead) {
         l->reclaimed++;
-        l->expired_unfetched += !(it->iflags & ITEM_FETCHED);
+        l->expired_unfetched += !(f & ITEM_FETCHED);
     } else {
         l->evicted++;
         l->evicted_time = now - it->time;
         l->evicted_nonzero += it->exptime != 0;
-        l->evicted_unfetched += !(it->iflags & ITEM_FETCHED);
+        l->evicted_unfetched += !(f & ITEM_FETCHED);
     }
-    atomic_store(&it->refcount, 0);
+}
+
+/* What the hand found in one chunk (class lock held). */
+typedef enum clock_verdict {
+    CLOCK_HOLE,         /* free, being filled or unlinked, or draining */
+    CLOCK_BUSY,         /* referenced, or its partition is locked */
+    CLOCK_LIVE,         /* an unreferenced live item: partition locked */
+    CLOCK_DEAD,         /* an unreferenced dead item: partition locked */
+} clock_verdict_t;
+
+static clock_verdict_t
+clock_examine(struct item *it, rel_time_t now, uint32_t *hv)
+{
+    /* Free, being filled, or being unlinked: not ours to judge. */
+    if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) != ITEM_LINKED) {
+        return CLOCK_HOLE;
+    }
+    /* Its chunk leaves with its slab: freeing it gives the class nothing. */
+    if (slab_draining(slab_sid_of(it))) {
+        return CLOCK_HOLE;
+    }
+    /* A referenced item is being read or written: never reuse it. The key
+     * read here is stable: the chunk cannot be reallocated while the
+     * caller holds the class lock. */
+    *hv = item_hash(it);
+    if (item_refcount(it) != 1 || assoc_trylock(*hv) != 0) {
+        return CLOCK_BUSY;
+    }
+    if (!(item_iflags(it) & ITEM_LINKED) || item_refcount(it) != 1) {
+        assoc_unlock(*hv);
+        return CLOCK_BUSY;
+    }
+    return item_is_dead(it, now) ? CLOCK_DEAD : CLOCK_LIVE;
+}
+
+/* Both locks held: unlink, count, give the chunk back to the class. */
+static void
+clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
+{
+    lru_drop_locked(&lrus[cls], it, hv, dead, now);
+    assoc_unlock(hv);
+    slab_free_locked(cls, slab_sid_of(it), it);
 }
 
 /*
- * CLOCK-style second chance: a tail item read since it was last examined
- * goes back to the head instead of out, so hot keys survive a stream of
- * one-off sets without the get path ever taking the class lock. Rescues
- * are bounded so a fully hot class still evicts.
+ * Reclaim only: dead items (expired, flushed) and holes right at the hand
+ * are passed, the dead ones freed; the first live or busy item stops it,
+ * so no live item loses its turn in the rotation.
  */
-uint32_t
-item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
+static uint32_t
+clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
 {
-    struct lru *l = &lrus[cls];
-    rel_time_t now = clock_now();
     uint32_t freed = 0;
-    int tries = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
 
-    /* Items of a slab being drained are about to go, and their chunks go
-     * with the slab: freeing one would give this class nothing. The tail
-     * is where a drain of the oldest slab works, so walk past them. */
-    uint32_t draining_left = slab_class_perslab(cls);
+    for (int n = 0; n < LRU_SEARCH_DEPTH && freed < max; n++) {
+        struct item *it = slab_clock_peek(cls, 0);
+        uint32_t hv;
+        if (it == NULL) {
+            break;
+        }
+        clock_verdict_t v = clock_examine(it, now, &hv);
+        if (v == CLOCK_BUSY) {
+            break;
+        }
+        if (v == CLOCK_LIVE) {
+            assoc_unlock(hv);
+            break;
+        }
+        (void)slab_clock_next(cls);
+        if (v == CLOCK_DEAD) {
+            clock_drop(cls, it, hv, true, now);
+            freed++;
+        }
+    }
+    return freed;
+}
 
-    /* One lock hold for the whole batch: background eviction's point. */
-    slab_lock(cls);
-    struct item *search = l->tail;
-    while (tries > 0 && search != NULL) {
-        struct item *prev = search->prev;
-        if (slab_draining(search->sid)) {
-            if (draining_left-- == 0) {
+/* The sweep proper (see the file header). */
+static uint32_t
+clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
+{
+    uint32_t freed = 0;
+    int busy = LRU_SEARCH_DEPTH, rescues = LRU_RESCUE_MAX;
+    /* Enough to pass a slab being drained and the hand's wrap. */
+    uint64_t budget = 2 * (uint64_t)slab_class_perslab(cls) + CLOCK_SCAN_EXTRA;
+
+    while (budget-- > 0) {
+        struct item *it = slab_clock_next(cls);
+        uint32_t hv;
+        if (it == NULL) {
+            break;
+        }
+        clock_verdict_t v = clock_examine(it, now, &hv);
+        if (v == CLOCK_HOLE) {
+            continue;
+        }
+        if (v == CLOCK_BUSY) {
+            if (--busy == 0) {
                 break;
             }
-            search = prev;
             continue;
         }
-        /* A referenced item is being read or written: never reuse it. */
-        uint32_t hv = item_hash(search);
-        if (atomic_load(&search->refcount) != 1 || assoc_trylock(hv) != 0) {
-            tries--;
-            search = prev;
-            continue;
-        }
-        bool dead = item_is_dead(search, now);
-        if (atomic_load(&search->refcount) != 1 || (!dead && !evict_live)) {
-            assoc_unlock(hv);
-            tries--;
-            search = prev;
-            continue;
-        }
-        if (!dead && (search->iflags & ITEM_ACTIVE) && rescues > 0) {
-            search->iflags &= (uint8_t)~ITEM_ACTIVE;
-            search->time = now;         /* as memcached's bump does */
-            lru_remove(l, search);
-            lru_push_head(l, search);
+        if (v == CLOCK_LIVE && (item_iflags(it) & ITEM_ACTIVE) && rescues > 0) {
+            item_iflags_clear(it, ITEM_ACTIVE);
+            it->time = now;             /* as memcached's bump does */
             assoc_unlock(hv);
             rescues--;
-            /* Wrap to the (new) tail: a lone hot item must still go. */
-            search = prev != NULL ? prev : l->tail;
             continue;
         }
-        lru_drop_locked(l, search, hv, dead, now);
-        assoc_unlock(hv);
-        slab_free_locked(cls, search->sid, search);
+        clock_drop(cls, it, hv, v == CLOCK_DEAD, now);
         if (++freed == max) {
             break;
         }
-        tries = LRU_SEARCH_DEPTH;
+        busy = LRU_SEARCH_DEPTH;
         rescues = LRU_RESCUE_MAX;
-        search = prev;
     }
+    return freed;
+}
+
+uint32_t
+item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
+{
+    rel_time_t now = clock_now();
+    uint32_t freed;
+
+    /* One lock hold for the whole batch: background eviction's point. */
+    slab_lock(cls);
+    freed = evict_live ? clock_evict(cls, max, now) : clock_reclaim(cls, max, now);
     slab_unlock(cls);
     return freed;
 }
@@ -306,7 +342,7 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     struct item *it = NULL;
     uint32_t sid;
 
-    if (cls == 0 || nkey > UINT8_MAX) {
+    if (cls == 0 || nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
         return ITEM_TOO_LARGE;
     }
     for (int tries = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
@@ -332,16 +368,15 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         slab_unlock(cls);
         return ITEM_NO_MEMORY;
     }
-    assert(it->cls == cls && it->sid == sid);
-    atomic_store(&it->refcount, 1);
-    it->h_next = it->prev = it->next = NULL;
-    it->iflags = 0;
-    it->nkey = (uint8_t)nkey;
+    assert(slab_cls_of(it) == cls && slab_sid_of(it) == sid);
+    (void)sid;
+    atomic_store(&it->refs, 1);
+    it->h_next = SLAB_HANDLE_NONE;
+    it->cas_key = (uint8_t)nkey;
     it->nbytes = vlen + 2;
     it->flags = flags;
     it->exptime = exptime;
     it->time = clock_now();
-    it->cas = 0;
     memcpy(item_key(it), key, nkey);
     *out = it;
     return ITEM_OK;
@@ -353,10 +388,13 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
 static bool
 chunk_busy(struct item *it)
 {
-    if (it->iflags & ITEM_FREE) {
+    uint32_t r = atomic_load(&it->refs);
+    uint8_t f = (uint8_t)(r >> ITEM_REF_BITS);
+
+    if (f & ITEM_FREE) {
         return false;
     }
-    return !(it->iflags & ITEM_LINKED) || atomic_load(&it->refcount) != 1;
+    return !(f & ITEM_LINKED) || (r & ITEM_REF_MASK) != 1;
 }
 
 /*
@@ -383,7 +421,7 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
 {
     struct lru *l = &lrus[cls];
 
-    if (it->iflags & ITEM_FREE) {
+    if (item_iflags(it) & ITEM_FREE) {
         return true;
     }
     /* The key read here may race with a free; it is re-checked below. */
@@ -393,7 +431,7 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
     }
     slab_lock(cls);
     bool ok = true;
-    if (!(it->iflags & ITEM_FREE)) {
+    if (!(item_iflags(it) & ITEM_FREE)) {
         if (chunk_busy(it) || item_hash(it) != hv) {
             ok = false;
         } else {
@@ -443,12 +481,7 @@ item_slab_evict(uint32_t sid, uint8_t cls)
 uint64_t
 item_class_items(uint8_t cls)
 {
-    uint64_t n;
-
-    slab_lock(cls);
-    n = lrus[cls].number;
-    slab_unlock(cls);
-    return n;
+    return atomic_load_explicit(&lrus[cls].number, memory_order_relaxed);
 }
 
 /* --- lookups ----------------------------------------------------------------- */
@@ -488,8 +521,8 @@ static inline void
 do_item_bump(struct item *it)
 {
     /* Read first: the common hot-key case then writes nothing. */
-    if ((it->iflags & (ITEM_FETCHED | ITEM_ACTIVE)) != (ITEM_FETCHED | ITEM_ACTIVE)) {
-        it->iflags |= ITEM_FETCHED | ITEM_ACTIVE;
+    if ((item_iflags(it) & (ITEM_FETCHED | ITEM_ACTIVE)) != (ITEM_FETCHED | ITEM_ACTIVE)) {
+        item_iflags_set(it, ITEM_FETCHED | ITEM_ACTIVE);
     }
 }
 
@@ -503,9 +536,16 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
 
     assoc_lock(hv);
     it = do_item_find_why(key, nkey, hv, miss != NULL ? miss : &why);
+    if (it != NULL && item_refcount(it) >= ITEM_REF_MAX) {
+        /* Millions of sends of this one item are queued: the count would
+         * spill into the flags. Unreachable with bounded output queues
+         * short of ~2,000 connections pipelining the same key; answered
+         * as a miss rather than corrupting the item. */
+        it = NULL;
+    }
     if (it != NULL) {
-        atomic_fetch_add(&it->refcount, 1);
-        slab_touch(it->sid);
+        atomic_fetch_add(&it->refs, 1);
+        slab_touch(slab_sid_of(it));
         if (touch) {
             it->exptime = exptime;
         }
@@ -569,7 +609,7 @@ item_unlink_key(const char *key, size_t nkey)
 static struct item *
 pin_locked(struct item *it)
 {
-    atomic_fetch_add(&it->refcount, 1);
+    atomic_fetch_add(&it->refs, 1);
     return it;
 }
 
@@ -577,8 +617,8 @@ pin_locked(struct item *it)
 static bool
 still_linked(struct item *old, uint32_t hv)
 {
-    return (old->iflags & ITEM_LINKED) &&
-           assoc_find(item_key(old), old->nkey, hv) == old;
+    return (item_iflags(old) & ITEM_LINKED) &&
+           assoc_find(item_key(old), item_nkey(old), hv) == old;
 }
 
 /* append/prepend: a new item holding old and new values joined. */
@@ -589,7 +629,7 @@ item_concat(struct item *it, bool append)
 
     for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
         assoc_lock(hv);
-        struct item *old = do_item_find(item_key(it), it->nkey, hv);
+        struct item *old = do_item_find(item_key(it), item_nkey(it), hv);
         if (old == NULL) {
             assoc_unlock(hv);
             return ITEM_NOT_STORED;
@@ -600,7 +640,7 @@ item_concat(struct item *it, bool append)
         uint32_t ovlen = item_vlen(old);
         struct item *joined;
         item_status_t st = (uint64_t)ovlen + nvlen > UINT32_MAX - 2 ? ITEM_TOO_LARGE :
-            item_alloc(item_key(it), it->nkey, old->flags, old->exptime,
+            item_alloc(item_key(it), item_nkey(it), old->flags, old->exptime,
                        ovlen + nvlen, &joined);
         if (st != ITEM_OK) {
             item_release(old);
@@ -643,7 +683,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
     }
 
     assoc_lock(hv);
-    struct item *old = do_item_find(item_key(it), it->nkey, hv);
+    struct item *old = do_item_find(item_key(it), item_nkey(it), hv);
     switch (op) {
     case ITEM_OP_SET:
         if (old != NULL) {
@@ -658,7 +698,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
             do_item_link(it, hv);
             st = ITEM_OK;
         } else {
-            old->iflags |= ITEM_ACTIVE;     /* memcached bumps on a failed add */
+            item_iflags_set(old, ITEM_ACTIVE);  /* memcached bumps on a failed add */
         }
         break;
     case ITEM_OP_REPLACE:
@@ -673,7 +713,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
     case ITEM_OP_CAS:
         if (old == NULL) {
             st = ITEM_NOT_FOUND;
-        } else if (old->cas == cas_in) {
+        } else if (item_cas(old) == cas_in) {
             do_item_replace(old, it, hv);
             st = ITEM_OK;
         } else {
@@ -787,9 +827,9 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             return st;
         }
         uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
-        if (atomic_load(&it->refcount) == 1 && vlen == item_vlen(it)) {
+        if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
             write_counter(it, buf, len);
-            it->cas = cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0;
+            item_set_cas(it, cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0);
             do_item_bump(it);
             assoc_unlock(hv);
             return ITEM_OK;
@@ -868,7 +908,10 @@ item_class_stats(uint8_t cls, struct item_class_stats *out)
     memset(out, 0, sizeof(*out));
     slab_lock(cls);
     out->number = l->number;
-    out->age = l->tail != NULL ? clock_now() - l->tail->time : 0;
+    /* memcached's age is its LRU tail's; ours is the item at the hand. */
+    struct item *hand = slab_clock_peek(cls, 0);
+    out->age = hand != NULL && (item_iflags(hand) & ITEM_LINKED) ?
+               clock_now() - hand->time : 0;
     out->evicted = l->evicted;
     out->evicted_nonzero = l->evicted_nonzero;
     out->evicted_time = l->evicted_time;

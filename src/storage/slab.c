@@ -1,11 +1,14 @@
 /*
  * slab.c -- slab classes, their free lists, and the append-only slab table.
  *
- * A slab is one malloc of slab_size bytes, split at assignment into equal
- * chunks of its class's size, each chunk starting with an item header so
- * that any slab can later be walked chunk by chunk (slab-level eviction).
- * The table is a two-level array so that entries never move while it
- * grows and a slab id stays valid for the life of the process.
+ * All slabs come from one address range reserved at setup (PROT_NONE, so
+ * it costs no memory) and made writable a slab at a time as the table
+ * grows: slab i lives at arena + i * stride. That is what lets an item
+ * header drop its slab id and its pointers (item.h): a chunk's slab is its
+ * offset divided by the stride, and a 32-bit handle (offset / alignment)
+ * names any chunk. A slab is split at assignment into equal chunks of its
+ * class's size, each starting with an item header, so any slab can later
+ * be walked chunk by chunk (slab-level eviction, the CLOCK hand).
  */
 #include "slab.h"
 
@@ -14,16 +17,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "item.h"
 
-#define CHUNK_ALIGN   8
-#define DIR_BITS      12
-#define DIR_SIZE      (1u << DIR_BITS)
-#define DIR_MAX       4096
+#define HANDLE_SHIFT_MIN 3      /* chunks are at least 8-byte aligned */
 
 struct slab {
-    uint8_t             *mem;
     _Atomic uint8_t      cls;
     _Atomic bool         draining;  /* being emptied: frees stay off lists */
     _Atomic uint64_t     created_ms;
@@ -34,18 +35,29 @@ struct slab_class {
     pthread_mutex_t lock;
     uint32_t        size;       /* chunk size */
     uint32_t        perslab;
-    _Atomic uint32_t nslabs;
+    _Atomic uint32_t nslabs;    /* length of sids; written under lock */
     _Atomic uint64_t nfree;     /* written under lock, read without */
-    struct item    *free_head;
+    uint32_t        free_head;  /* handle; free chunks link by handle */
+    uint32_t       *sids;       /* the class's slabs, in no order */
+    uint32_t        hand_pos;   /* CLOCK hand: index into sids ... */
+    uint32_t        hand_idx;   /* ... and chunk within that slab */
     uint64_t        slabs_evicted;
     uint64_t        slabs_gained;
 } __attribute__((aligned(64)));
+
+struct slab_arena        slab_arena;
 
 static struct slab_class classes[SLAB_CLASS_MAX + 1];
 static uint8_t           nclasses;
 static size_t            slab_bytes;
 
-static struct slab      *table_dir[DIR_MAX];
+static uint8_t          *arena;         /* slab 0 */
+static size_t            arena_len;
+static size_t            stride;        /* slab_bytes rounded up to a page */
+static unsigned          stride_shift;  /* log2(stride), or 0: divide */
+static uint32_t          slab_cap;      /* slabs the arena can hold */
+
+static struct slab      *table;         /* slab_cap entries */
 static _Atomic uint32_t  table_count;
 static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
@@ -54,37 +66,115 @@ static _Atomic size_t    mem_malloced;
 static inline struct slab *
 table_entry(uint32_t sid)
 {
-    return &table_dir[sid >> DIR_BITS][sid & (DIR_SIZE - 1)];
+    return &table[sid];
+}
+
+static inline uint8_t *
+slab_mem(uint32_t sid)
+{
+    return arena + (size_t)sid * stride;
 }
 
 static size_t
-align_up(size_t n)
+align_up(size_t n, size_t a)
 {
-    return (n + CHUNK_ALIGN - 1) & ~(size_t)(CHUNK_ALIGN - 1);
+    return (n + a - 1) & ~(a - 1);
+}
+
+static unsigned
+log2_exact(size_t n)
+{
+    unsigned k = 0;
+
+    while (((size_t)1 << k) < n) {
+        k++;
+    }
+    return ((size_t)1 << k) == n ? k : 0;
+}
+
+/*
+ * Reserve address space for the slabs: what 32-bit handles of 8-byte
+ * units reach (32 GB), or twice -m if larger, leaving room for
+ * cache_memlimit to grow the cache at run time. A smaller reservation is
+ * tried when the system refuses that much.
+ */
+static slab_rstatus_t
+arena_reserve(size_t maxbytes)
+{
+    size_t dflt = ((size_t)UINT32_MAX - 1) << HANDLE_SHIFT_MIN;
+    size_t want = maxbytes > dflt / 2 ? maxbytes * 2 : dflt;
+    size_t need = (maxbytes / stride + 1) * stride;
+
+    for (;;) {
+        size_t len = want / stride * stride;
+        if (len < need) {
+            len = need;
+        }
+        void *p = mmap(NULL, len, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p != MAP_FAILED) {
+            arena = p;
+            arena_len = len;
+            break;
+        }
+        if (len <= need) {
+            return SLAB_ENOMEM;
+        }
+        want /= 2;
+    }
+    slab_cap = (uint32_t)(arena_len / stride < UINT32_MAX - 1 ?
+                          arena_len / stride : UINT32_MAX - 1);
+    /* Handles are 32 bits and 0 means none: widen the alignment until
+     * every chunk of the arena has one. */
+    unsigned shift = HANDLE_SHIFT_MIN;
+    while ((arena_len >> shift) + 1 > UINT32_MAX) {
+        shift++;
+    }
+    slab_arena.handle_shift = shift;
+    slab_arena.handle_base = (uintptr_t)arena - ((uintptr_t)1 << shift);
+    return SLAB_OK;
 }
 
 slab_rstatus_t
 slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
            size_t item_header)
 {
-    size_t size = align_up(item_header + chunk_min);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uint8_t i = 0;
 
-    if (slab_sz < 1024 || factor <= 1.0 || size >= slab_sz) {
+    if (slab_sz < 1024 || factor <= 1.0 || item_header + chunk_min >= slab_sz) {
         return SLAB_EINVAL;
     }
     memset(classes, 0, sizeof(classes));
     slab_bytes = slab_sz;
+    stride = align_up(slab_sz, page);
+    stride_shift = log2_exact(stride);
+    if (arena_reserve(maxbytes) != SLAB_OK) {
+        return SLAB_ENOMEM;
+    }
+    size_t align = (size_t)1 << slab_arena.handle_shift;
+    size_t size = align_up(item_header + chunk_min, align);
+    table = calloc(slab_cap, sizeof(*table));
+    if (table == NULL || size >= slab_sz) {
+        slab_teardown();
+        return table == NULL ? SLAB_ENOMEM : SLAB_EINVAL;
+    }
     while (++i < SLAB_CLASS_MAX && size <= slab_sz / factor) {
         classes[i].size = (uint32_t)size;
         classes[i].perslab = (uint32_t)(slab_sz / size);
-        size = align_up((size_t)(size * factor));
+        size = align_up((size_t)(size * factor), align);
     }
     classes[i].size = (uint32_t)slab_sz;
     classes[i].perslab = 1;
     nclasses = i;
     for (uint8_t c = 1; c <= nclasses; c++) {
         pthread_mutex_init(&classes[c].lock, NULL);
+        /* Address space only: pages are touched as the class grows. */
+        classes[c].sids = calloc(slab_cap, sizeof(uint32_t));
+        if (classes[c].sids == NULL) {
+            slab_teardown();
+            return SLAB_ENOMEM;
+        }
     }
     atomic_store(&mem_limit, maxbytes);
     atomic_store(&mem_malloced, 0);
@@ -95,20 +185,35 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
 void
 slab_teardown(void)
 {
-    uint32_t n = atomic_load(&table_count);
-
-    for (uint32_t sid = 0; sid < n; sid++) {
-        free(table_entry(sid)->mem);
-    }
-    for (uint32_t d = 0; d < DIR_MAX && table_dir[d] != NULL; d++) {
-        free(table_dir[d]);
-        table_dir[d] = NULL;
-    }
     for (uint8_t c = 1; c <= nclasses; c++) {
         pthread_mutex_destroy(&classes[c].lock);
+        free(classes[c].sids);
+        classes[c].sids = NULL;
+    }
+    free(table);
+    table = NULL;
+    if (arena != NULL) {
+        munmap(arena, arena_len);
+        arena = NULL;
     }
     atomic_store(&table_count, 0);
     nclasses = 0;
+}
+
+uint32_t
+slab_sid_of(const void *chunk)
+{
+    size_t off = (size_t)((const uint8_t *)chunk - arena);
+
+    assert((const uint8_t *)chunk >= arena && off < arena_len);
+    return (uint32_t)(stride_shift != 0 ? off >> stride_shift : off / stride);
+}
+
+uint8_t
+slab_cls_of(const void *chunk)
+{
+    return atomic_load_explicit(&table_entry(slab_sid_of(chunk))->cls,
+                                memory_order_relaxed);
 }
 
 uint8_t
@@ -162,45 +267,45 @@ nfree_add(struct slab_class *c, int delta)
 static void
 freelist_unlink(struct slab_class *c, struct item *it)
 {
-    if (it->prev != NULL) {
-        it->prev->next = it->next;
+    if (it->f_prev != SLAB_HANDLE_NONE) {
+        slab_handle_item(it->f_prev)->f_next = it->f_next;
     } else {
-        c->free_head = it->next;
+        c->free_head = it->f_next;
     }
-    if (it->next != NULL) {
-        it->next->prev = it->prev;
+    if (it->f_next != SLAB_HANDLE_NONE) {
+        slab_handle_item(it->f_next)->f_prev = it->f_prev;
     }
-    it->next = it->prev = NULL;
+    it->f_next = it->f_prev = SLAB_HANDLE_NONE;
     nfree_add(c, -1);
 }
 
 static void
 freelist_push(struct slab_class *c, struct item *it)
 {
-    it->iflags = ITEM_FREE;
-    it->prev = NULL;
-    it->next = c->free_head;
-    if (c->free_head != NULL) {
-        c->free_head->prev = it;
+    item_iflags_reset(it, ITEM_FREE);
+    it->f_prev = SLAB_HANDLE_NONE;
+    it->f_next = c->free_head;
+    if (c->free_head != SLAB_HANDLE_NONE) {
+        slab_handle_item(c->free_head)->f_prev = slab_handle(it);
     }
-    c->free_head = it;
+    c->free_head = slab_handle(it);
     nfree_add(c, 1);
 }
 
 static struct item *
 freelist_pop(struct slab_class *c)
 {
-    struct item *it = c->free_head;
-
-    if (it != NULL) {
-        c->free_head = it->next;
-        if (it->next != NULL) {
-            it->next->prev = NULL;
-        }
-        it->next = it->prev = NULL;
-        it->iflags = 0;
-        nfree_add(c, -1);
+    if (c->free_head == SLAB_HANDLE_NONE) {
+        return NULL;
     }
+    struct item *it = slab_handle_item(c->free_head);
+    c->free_head = it->f_next;
+    if (it->f_next != SLAB_HANDLE_NONE) {
+        slab_handle_item(it->f_next)->f_prev = SLAB_HANDLE_NONE;
+    }
+    it->f_next = it->f_prev = SLAB_HANDLE_NONE;
+    item_iflags_reset(it, 0);
+    nfree_add(c, -1);
     return it;
 }
 
@@ -213,21 +318,20 @@ table_append(void)
     pthread_mutex_lock(&table_lock);
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
-    if (used + slab_bytes <= atomic_load(&mem_limit) &&
-        (n >> DIR_BITS) < DIR_MAX) {
-        if (table_dir[n >> DIR_BITS] == NULL) {
-            table_dir[n >> DIR_BITS] = calloc(DIR_SIZE, sizeof(struct slab));
-        }
-        uint8_t *mem = table_dir[n >> DIR_BITS] ? malloc(slab_bytes) : NULL;
-        if (mem != NULL) {
-            table_entry(n)->mem = mem;
-            atomic_store(&mem_malloced, used + slab_bytes);
-            atomic_store_explicit(&table_count, n + 1, memory_order_release);
-            sid = n;
-        }
+    if (used + slab_bytes <= atomic_load(&mem_limit) && n < slab_cap &&
+        mprotect(slab_mem(n), stride, PROT_READ | PROT_WRITE) == 0) {
+        atomic_store(&mem_malloced, used + slab_bytes);
+        atomic_store_explicit(&table_count, n + 1, memory_order_release);
+        sid = n;
     }
     pthread_mutex_unlock(&table_lock);
     return sid;
+}
+
+static inline struct item *
+chunk_at(const struct slab_class *c, uint32_t sid, uint32_t i)
+{
+    return (struct item *)(slab_mem(sid) + (size_t)i * c->size);
 }
 
 /* Carve slab sid into chunks of class cls. Caller holds the class lock. */
@@ -243,13 +347,41 @@ slab_carve(uint8_t cls, uint32_t sid)
     atomic_store(&s->accessed_ms, now);
     /* Push in reverse so chunks are handed out in address order. */
     for (uint32_t i = c->perslab; i-- > 0;) {
-        struct item *it = (struct item *)(s->mem + (size_t)i * c->size);
+        struct item *it = chunk_at(c, sid, i);
         memset(it, 0, sizeof(*it));
-        it->sid = sid;
-        it->cls = cls;
         freelist_push(c, it);
     }
-    c->nslabs++;
+    uint32_t n = atomic_load_explicit(&c->nslabs, memory_order_relaxed);
+    assert(n < slab_cap);
+    c->sids[n] = sid;
+    atomic_store_explicit(&c->nslabs, n + 1, memory_order_relaxed);
+}
+
+/* Take sid out of its class's slab list; the CLOCK hand stays valid. */
+static void
+class_remove_slab(struct slab_class *c, uint32_t sid)
+{
+    uint32_t n = atomic_load_explicit(&c->nslabs, memory_order_relaxed);
+    uint32_t i = 0;
+
+    while (i < n && c->sids[i] != sid) {
+        i++;
+    }
+    assert(i < n);
+    if (i == n) {
+        return;
+    }
+    c->sids[i] = c->sids[n - 1];        /* the last slab moves into the gap */
+    if (c->hand_pos == n - 1) {
+        c->hand_pos = i;                /* follow it */
+    } else if (c->hand_pos == i) {
+        c->hand_idx = 0;                /* a different slab is here now */
+    }
+    atomic_store_explicit(&c->nslabs, n - 1, memory_order_relaxed);
+    if (c->hand_pos >= n - 1) {
+        c->hand_pos = 0;
+        c->hand_idx = 0;
+    }
 }
 
 struct item *
@@ -260,7 +392,7 @@ slab_alloc(uint8_t cls, uint32_t *sid)
 
     assert(cls >= 1 && cls <= nclasses);
     pthread_mutex_lock(&c->lock);
-    if (c->free_head == NULL) {
+    if (c->free_head == SLAB_HANDLE_NONE) {
         uint32_t nsid = table_append();
         if (nsid != SLAB_ID_NONE) {
             slab_carve(cls, nsid);
@@ -269,7 +401,7 @@ slab_alloc(uint8_t cls, uint32_t *sid)
     it = freelist_pop(c);
     pthread_mutex_unlock(&c->lock);
     if (it != NULL) {
-        *sid = it->sid;
+        *sid = slab_sid_of(it);
     }
     return it;
 }
@@ -277,9 +409,9 @@ slab_alloc(uint8_t cls, uint32_t *sid)
 void
 slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk)
 {
-    assert(chunk->sid == sid && chunk->cls == cls);
+    assert(slab_sid_of(chunk) == sid && slab_cls_of(chunk) == cls);
     if (atomic_load_explicit(&table_entry(sid)->draining, memory_order_relaxed)) {
-        chunk->iflags = ITEM_FREE;      /* stays out of reach until detached */
+        item_iflags_reset(chunk, ITEM_FREE);   /* out of reach until detached */
         return;
     }
     freelist_push(&classes[cls], chunk);
@@ -291,6 +423,39 @@ slab_free(uint8_t cls, uint32_t sid, struct item *chunk)
     pthread_mutex_lock(&classes[cls].lock);
     slab_free_locked(cls, sid, chunk);
     pthread_mutex_unlock(&classes[cls].lock);
+}
+
+struct item *
+slab_clock_peek(uint8_t cls, uint32_t k)
+{
+    struct slab_class *c = &classes[cls];
+    uint32_t n = atomic_load_explicit(&c->nslabs, memory_order_relaxed);
+
+    if (n == 0) {
+        return NULL;
+    }
+    uint64_t at = (uint64_t)c->hand_pos * c->perslab + c->hand_idx + k;
+    at %= (uint64_t)n * c->perslab;
+    return chunk_at(c, c->sids[at / c->perslab], (uint32_t)(at % c->perslab));
+}
+
+struct item *
+slab_clock_next(uint8_t cls)
+{
+    struct slab_class *c = &classes[cls];
+    uint32_t n = atomic_load_explicit(&c->nslabs, memory_order_relaxed);
+
+    if (n == 0) {
+        return NULL;
+    }
+    if (c->hand_idx >= c->perslab) {
+        c->hand_idx = 0;
+        c->hand_pos++;
+    }
+    if (c->hand_pos >= n) {
+        c->hand_pos = 0;
+    }
+    return chunk_at(c, c->sids[c->hand_pos], c->hand_idx++);
 }
 
 /* Lock and return the class that owns sid, or 0 with nothing locked. */
@@ -315,12 +480,6 @@ slab_lock_owner(uint32_t sid)
     }
 }
 
-static inline struct item *
-chunk_at(const struct slab_class *c, const struct slab *s, uint32_t i)
-{
-    return (struct item *)(s->mem + (size_t)i * c->size);
-}
-
 uint8_t
 slab_drain_begin(uint32_t sid)
 {
@@ -337,10 +496,10 @@ slab_drain_begin(uint32_t sid)
     }
     atomic_store(&s->draining, true);
     for (uint32_t i = 0; i < c->perslab; i++) {
-        struct item *it = chunk_at(c, s, i);
-        if (it->iflags & ITEM_FREE) {
+        struct item *it = chunk_at(c, sid, i);
+        if (item_iflags(it) & ITEM_FREE) {
             freelist_unlink(c, it);
-            it->iflags = ITEM_FREE;
+            item_iflags_reset(it, ITEM_FREE);
         }
     }
     pthread_mutex_unlock(&c->lock);
@@ -356,8 +515,8 @@ slab_drain_abort(uint8_t cls, uint32_t sid)
     pthread_mutex_lock(&c->lock);
     atomic_store(&s->draining, false);
     for (uint32_t i = 0; i < c->perslab; i++) {
-        struct item *it = chunk_at(c, s, i);
-        if (it->iflags & ITEM_FREE) {
+        struct item *it = chunk_at(c, sid, i);
+        if (item_iflags(it) & ITEM_FREE) {
             freelist_push(c, it);
         }
     }
@@ -372,13 +531,13 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
 
     pthread_mutex_lock(&c->lock);
     for (uint32_t i = 0; i < c->perslab; i++) {
-        struct item *it = chunk_at(c, s, i);
-        assert(it->iflags == ITEM_FREE && it->sid == sid);
-        it->iflags = 0;
+        struct item *it = chunk_at(c, sid, i);
+        assert(item_iflags(it) == ITEM_FREE && item_refcount(it) == 0);
+        item_iflags_reset(it, 0);
     }
+    class_remove_slab(c, sid);
     atomic_store(&s->cls, 0);
     atomic_store(&s->draining, false);
-    atomic_fetch_sub(&c->nslabs, 1);
     c->slabs_evicted++;
     pthread_mutex_unlock(&c->lock);
 }
@@ -398,11 +557,10 @@ slab_class_perslab(uint8_t cls)
 struct item *
 slab_chunk(uint32_t sid, uint32_t idx)
 {
-    struct slab *s = table_entry(sid);
-    uint8_t cls = atomic_load(&s->cls);
+    uint8_t cls = atomic_load(&table_entry(sid)->cls);
 
     assert(cls != 0 && idx < classes[cls].perslab);
-    return chunk_at(&classes[cls], s, idx);
+    return chunk_at(&classes[cls], sid, idx);
 }
 
 void

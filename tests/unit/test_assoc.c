@@ -1,8 +1,9 @@
 /*
  * test_assoc.c -- unit tests for the partitioned hash table (assoc.h).
  *
- * Items are fake: zeroed struct item buffers with just nkey and the key
- * bytes, which is all the table looks at. Each test runs in its own
+ * Items are fake: chunks from the slab allocator (the table links them by
+ * slab handle) holding just the key and its length, which is all the
+ * table looks at. Each test runs in its own
  * process (check's fork mode) with its own assoc_setup().
  */
 #include <check.h>
@@ -17,16 +18,26 @@
 #include "assoc.h"
 #include "hash.h"
 #include "item.h"
+#include "slab.h"
 
 static struct item *
 fake_item(const char *key, size_t nkey)
 {
-    struct item *it = calloc(1, sizeof(struct item) + nkey);
+    uint8_t cls = slab_clsid(item_total_size(nkey, 0));
+    uint32_t sid;
+    struct item *it = slab_alloc(cls, &sid);
 
     ck_assert_ptr_nonnull(it);
-    it->nkey = (uint8_t)nkey;
+    it->cas_key = (uint8_t)nkey;
+    it->h_next = SLAB_HANDLE_NONE;
     memcpy(item_key(it), key, nkey);
     return it;
+}
+
+static void
+fake_free(struct item *it)
+{
+    slab_free(slab_cls_of(it), slab_sid_of(it), it);
 }
 
 static struct item *
@@ -38,7 +49,7 @@ fake(const char *key)
 static void
 insert(struct item *it)
 {
-    uint32_t hv = hash_key(item_key(it), it->nkey);
+    uint32_t hv = hash_key(item_key(it), item_nkey(it));
 
     assoc_lock(hv);
     assoc_insert(it, hv);
@@ -48,7 +59,7 @@ insert(struct item *it)
 static void
 delete(struct item *it)
 {
-    uint32_t hv = hash_key(item_key(it), it->nkey);
+    uint32_t hv = hash_key(item_key(it), item_nkey(it));
 
     assoc_lock(hv);
     assoc_delete(it, hv);
@@ -82,9 +93,16 @@ key_of(char *buf, size_t cap, const char *prefix, unsigned i)
 /* Low bits that pick partition and bucket while a partition has 2^4 buckets. */
 #define MIN_BUCKET_MASK ((1u << (10 + 4)) - 1)
 
-static void setup_small(void) { ck_assert_int_eq(assoc_setup(0), 0); }
-static void setup_16(void) { ck_assert_int_eq(assoc_setup(16), 0); }
-static void teardown_table(void) { assoc_teardown(); }
+static void
+setup_slabs(void)
+{
+    ck_assert_int_eq(slab_setup((size_t)256 << 20, 1 << 20, 1.25, 48,
+                                item_total_size(0, 0) - 2), SLAB_OK);
+}
+
+static void setup_small(void) { setup_slabs(); ck_assert_int_eq(assoc_setup(0), 0); }
+static void setup_16(void) { setup_slabs(); ck_assert_int_eq(assoc_setup(16), 0); }
+static void teardown_table(void) { assoc_teardown(); slab_teardown(); }
 
 /* --- sizes ------------------------------------------------------------------ */
 
@@ -172,7 +190,7 @@ START_TEST(test_insert_find_delete_many)
     ck_assert_uint_eq(missing, 0);
     for (unsigned i = 0; i < N; i++) {
         delete(its[i]);
-        free(its[i]);
+        fake_free(its[i]);
     }
     ck_assert_ptr_null(find("item:0"));
     free(its);
@@ -228,7 +246,7 @@ START_TEST(test_growth)
         if (i % 2 == 0) {
             delete(its[i]);
         }
-        free(its[i]);
+        fake_free(its[i]);
     }
     free(its);
 }
@@ -291,7 +309,7 @@ START_TEST(test_chain_delete_middle)
     delete(it[1]);
     for (int i = 0; i < 4; i++) {
         ck_assert_ptr_null(find(keys[i]));
-        free(it[i]);
+        fake_free(it[i]);
     }
 }
 END_TEST
@@ -331,7 +349,7 @@ START_TEST(test_keys_differing_in_length)
         if (i != 2) {
             delete(it[i]);
         }
-        free(it[i]);
+        fake_free(it[i]);
     }
 }
 END_TEST
@@ -365,8 +383,8 @@ START_TEST(test_prefix_keys_same_bucket)
     ck_assert_ptr_eq(find(k1), a);
     ck_assert_ptr_null(find(k2));
     delete(a);
-    free(a);
-    free(b);
+    fake_free(a);
+    fake_free(b);
 }
 END_TEST
 
@@ -383,8 +401,8 @@ START_TEST(test_binary_keys)
     ck_assert_ptr_null(find_n("x", 1));
     delete(a);
     delete(b);
-    free(a);
-    free(b);
+    fake_free(a);
+    fake_free(b);
 }
 END_TEST
 

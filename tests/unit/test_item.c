@@ -138,7 +138,7 @@ cas_of(const char *key)
     uint64_t cas;
 
     ck_assert_ptr_nonnull(it);
-    cas = it->cas;
+    cas = item_cas(it);
     item_release(it);
     return cas;
 }
@@ -210,7 +210,7 @@ assert_evict_item(struct item *it, unsigned i)
 
     evict_key(k, sizeof(k), i);
     ck_assert_ptr_nonnull(it);
-    ck_assert_uint_eq(it->nkey, strlen(k));
+    ck_assert_uint_eq(item_nkey(it), strlen(k));
     ck_assert(memcmp(item_key(it), k, strlen(k)) == 0);
     ck_assert_uint_eq(item_vlen(it), VLEN_EVICT);
     ck_assert(memcmp(item_value(it), k, strlen(k)) == 0);
@@ -276,14 +276,14 @@ START_TEST(test_roundtrip)
     it = item_get("foo", 3, false, 0, &miss);
     ck_assert_ptr_nonnull(it);
     ck_assert_int_eq(miss, ITEM_MISS_NONE);
-    ck_assert_uint_eq(it->nkey, 3);
+    ck_assert_uint_eq(item_nkey(it), 3);
     ck_assert(memcmp(item_key(it), "foo", 3) == 0);
     assert_item_value(it, "bar-value");
     ck_assert_uint_eq(it->nbytes, 11);
     ck_assert_uint_eq(it->flags, 0xdeadbeef);
     ck_assert_uint_eq(it->exptime, clock_now() + 100);
-    ck_assert(it->iflags & ITEM_LINKED);
-    ck_assert_uint_eq(it->refcount, 2);   /* link + our reference */
+    ck_assert(item_iflags(it) & ITEM_LINKED);
+    ck_assert_uint_eq(item_refcount(it), 2);   /* link + our reference */
     item_release(it);
 
     /* binary value bytes, including NUL and CR/LF */
@@ -335,7 +335,7 @@ START_TEST(test_too_large)
     size_t fit = SLAB_SZ - item_total_size(3, 0);
     ck_assert_int_eq(item_alloc("big", 3, 0, 0, (uint32_t)fit, &it), ITEM_OK);
     ck_assert_ptr_nonnull(it);
-    ck_assert_uint_eq(it->cls, slab_class_count());
+    ck_assert_uint_eq(slab_cls_of(it), slab_class_count());
     item_release(it);
 
     it = NULL;
@@ -360,10 +360,10 @@ START_TEST(test_alloc_release_unstored_frees_chunk)
     struct slab_class_stats st;
 
     ck_assert_int_eq(make_item("tmp", "abc", 3, 0, 0, &it), ITEM_OK);
-    uint8_t cls = it->cls;
+    uint8_t cls = slab_cls_of(it);
     ck_assert_uint_eq(cls, slab_clsid(item_total_size(3, 3)));
-    ck_assert_uint_eq(it->refcount, 1);
-    ck_assert_uint_eq(it->iflags & ITEM_LINKED, 0);
+    ck_assert_uint_eq(item_refcount(it), 1);
+    ck_assert_uint_eq(item_iflags(it) & ITEM_LINKED, 0);
     slab_class_stats(cls, &st);
     ck_assert_uint_eq(st.used_chunks, 1);
     item_release(it);
@@ -401,13 +401,13 @@ START_TEST(test_ref_survives_delete)
     ck_assert_int_eq(set("k", "original-value"), ITEM_OK);
     held = get("k");
     ck_assert_ptr_nonnull(held);
-    uint8_t cls = held->cls;
+    uint8_t cls = slab_cls_of(held);
     ck_assert_int_eq(item_delete("k", 1), ITEM_OK);
     ck_assert_int_eq(item_delete("k", 1), ITEM_NOT_FOUND);
     expect_absent("k");
     ck_assert_uint_eq(istats().curr_items, 0);
-    ck_assert_uint_eq(held->iflags & ITEM_LINKED, 0);
-    ck_assert_uint_eq(held->refcount, 1);
+    ck_assert_uint_eq(item_iflags(held) & ITEM_LINKED, 0);
+    ck_assert_uint_eq(item_refcount(held), 1);
 
     /* Its chunk stays in use: two slabs' worth of allocations never get it. */
     slab_class_stats(cls, &st);
@@ -431,7 +431,7 @@ START_TEST(test_ref_survives_overwrite)
     ck_assert_int_eq(set("k", "old-value-1234"), ITEM_OK);
     held = get("k");
     ck_assert_ptr_nonnull(held);
-    uint8_t cls = held->cls;
+    uint8_t cls = slab_cls_of(held);
     ck_assert_int_eq(set("k", "new-value-5678"), ITEM_OK);
     expect_value("k", "new-value-5678");
     assert_item_value(held, "old-value-1234");
@@ -457,17 +457,17 @@ START_TEST(test_ref_store_keeps_callers_reference)
 
     ck_assert_int_eq(make_item("mine", "v1", 2, 0, 0, &it), ITEM_OK);
     ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
-    ck_assert_uint_eq(it->refcount, 2);
+    ck_assert_uint_eq(item_refcount(it), 2);
     ck_assert_int_eq(item_delete("mine", 4), ITEM_OK);
-    ck_assert_uint_eq(it->refcount, 1);
+    ck_assert_uint_eq(item_refcount(it), 1);
     assert_item_value(it, "v1");
     item_release(it);
 
     /* a failed store leaves the item unlinked with only our reference */
     ck_assert_int_eq(make_item("absent", "v", 1, 0, 0, &it), ITEM_OK);
     ck_assert_int_eq(item_store(it, ITEM_OP_REPLACE, 0), ITEM_NOT_STORED);
-    ck_assert_uint_eq(it->refcount, 1);
-    ck_assert_uint_eq(it->iflags & ITEM_LINKED, 0);
+    ck_assert_uint_eq(item_refcount(it), 1);
+    ck_assert_uint_eq(item_iflags(it) & ITEM_LINKED, 0);
     item_release(it);
     ck_assert_uint_eq(istats().curr_items, 0);
 }
@@ -710,7 +710,7 @@ START_TEST(test_arith_in_place_padding)
 
     ck_assert_int_eq(store_op("p", "100", 3, 0, ITEM_OP_SET, 0), ITEM_OK);
     struct item *before = get("p");
-    uint64_t cas_before = before->cas;
+    uint64_t cas_before = item_cas(before);
     item_release(before);
 
     ck_assert_int_eq(item_arith("p", 1, false, 1, &r), ITEM_OK);
@@ -718,7 +718,7 @@ START_TEST(test_arith_in_place_padding)
     struct item *after = get("p");
     ck_assert_ptr_eq(after, before);            /* rewritten in place */
     assert_item_value(after, "99 ");
-    ck_assert_uint_gt(after->cas, cas_before);  /* but with a new cas */
+    ck_assert_uint_gt(item_cas(after), cas_before);  /* but with a new cas */
     ck_assert_uint_eq(after->flags, 3);
     item_release(after);
 
@@ -739,7 +739,7 @@ START_TEST(test_arith_grows_new_item)
 
     ck_assert_int_eq(store_op("g", "99", 11, clock_exptime(300), ITEM_OP_SET, 0), ITEM_OK);
     struct item *before = get("g");
-    uint64_t cas_before = before->cas;
+    uint64_t cas_before = item_cas(before);
     item_release(before);
 
     ck_assert_int_eq(item_arith("g", 1, true, 1, &r), ITEM_OK);
@@ -749,7 +749,7 @@ START_TEST(test_arith_grows_new_item)
     assert_item_value(after, "100");
     ck_assert_uint_eq(after->flags, 11);
     ck_assert_uint_eq(after->exptime, clock_now() + 300);
-    ck_assert_uint_gt(after->cas, cas_before);
+    ck_assert_uint_gt(item_cas(after), cas_before);
     item_release(after);
     ck_assert_uint_eq(istats().curr_items, 1);
 
@@ -1040,7 +1040,7 @@ START_TEST(test_lru_skips_held_writer_ref)
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
     }
     assert_evict_item(held, 0);
-    ck_assert(held->iflags & ITEM_LINKED);
+    ck_assert(item_iflags(held) & ITEM_LINKED);
     struct item *again = get("key:00000");
     ck_assert_ptr_eq(again, held);
     item_release(again);

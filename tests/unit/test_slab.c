@@ -199,8 +199,8 @@ START_TEST(test_alloc_carves_one_slab)
     struct item *first = slab_alloc(cls, &sid);
     ck_assert_ptr_nonnull(first);
     ck_assert_uint_eq(sid, 0);
-    ck_assert_uint_eq(first->sid, 0);
-    ck_assert_uint_eq(first->cls, cls);
+    ck_assert_uint_eq(slab_sid_of(first), 0);
+    ck_assert_uint_eq(slab_cls_of(first), cls);
     ck_assert_uint_eq(slab_table_count(), 1);
     ck_assert_uint_eq(slab_malloced(), SLAB_SZ);
     ck_assert(slab_table_info(0, &info));
@@ -226,7 +226,7 @@ START_TEST(test_alloc_carves_one_slab)
         got[i] = slab_alloc(cls, &s2);
         ck_assert_ptr_nonnull(got[i]);
         ck_assert_uint_eq(s2, 0);
-        ck_assert_uint_eq(got[i]->cls, cls);
+        ck_assert_uint_eq(slab_cls_of(got[i]), cls);
         if ((uintptr_t)got[i] < lo) lo = (uintptr_t)got[i];
         if ((uintptr_t)got[i] > hi) hi = (uintptr_t)got[i];
         ck_assert_uint_eq(((uintptr_t)got[i] - (uintptr_t)first) % st.chunk_size, 0);
@@ -246,7 +246,7 @@ START_TEST(test_alloc_carves_one_slab)
     struct item *next = slab_alloc(cls, &s3);
     ck_assert_ptr_nonnull(next);
     ck_assert_uint_eq(s3, 1);
-    ck_assert_uint_eq(next->sid, 1);
+    ck_assert_uint_eq(slab_sid_of(next), 1);
     ck_assert(next < (struct item *)lo || (uintptr_t)next > hi);
     ck_assert_uint_eq(slab_table_count(), 2);
     ck_assert_uint_eq(slab_malloced(), 2 * SLAB_SZ);
@@ -385,8 +385,8 @@ START_TEST(test_free_returns_chunks)
     ck_assert_uint_eq(st.used_chunks, 8);
     ck_assert_uint_eq(st.free_chunks, per - 8);
 
-    slab_free(cls, its[2]->sid, its[2]);
-    slab_free(cls, its[5]->sid, its[5]);
+    slab_free(cls, slab_sid_of(its[2]), its[2]);
+    slab_free(cls, slab_sid_of(its[5]), its[5]);
     st = cstats(cls);
     ck_assert_uint_eq(st.used_chunks, 6);
     ck_assert_uint_eq(st.free_chunks, per - 6);
@@ -394,7 +394,7 @@ START_TEST(test_free_returns_chunks)
     ck_assert_uint_eq(st.total_pages, 1);
 
     slab_lock(cls);
-    slab_free_locked(cls, its[7]->sid, its[7]);
+    slab_free_locked(cls, slab_sid_of(its[7]), its[7]);
     slab_unlock(cls);
     st = cstats(cls);
     ck_assert_uint_eq(st.used_chunks, 5);
@@ -482,14 +482,14 @@ START_TEST(test_table_append_only_stable)
         ck_assert_uint_eq(now_info.cls, snap[i].cls);
         ck_assert_uint_eq(now_info.created_ms, snap[i].created_ms);
         ck_assert_uint_eq(now_info.accessed_ms, snap[i].accessed_ms);
-        ck_assert_uint_eq(chunk[i]->sid, i);
+        ck_assert_uint_eq(slab_sid_of(chunk[i]), i);
     }
     for (uint32_t i = 64; i < total; i++) {
         struct slab_info now_info;
         ck_assert(slab_table_info(i, &now_info));
         ck_assert_uint_eq(now_info.cls, last);
-        ck_assert_uint_eq(chunk[i]->sid, i);
-        ck_assert_uint_eq(chunk[i]->cls, last);
+        ck_assert_uint_eq(slab_sid_of(chunk[i]), i);
+        ck_assert_uint_eq(slab_cls_of(chunk[i]), last);
     }
     ck_assert(!slab_table_info(total, &snap[0]));
     /* Freeing an early slab's chunk and taking it again keeps its id. */
