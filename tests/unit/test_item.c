@@ -983,6 +983,59 @@ START_TEST(test_lru_evicts_oldest)
 }
 END_TEST
 
+/*
+ * CLOCK second chance: an item read since the hand last passed is spared
+ * once; the unread ones behind it go first, in the order they were stored.
+ */
+START_TEST(test_clock_spares_a_read_item)
+{
+    slab_set_limit(SMALL_LIMIT);
+    uint32_t cap = evict_capacity();
+    char k[16];
+
+    for (unsigned i = 0; i < cap; i++) {
+        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
+    }
+    evict_key(k, sizeof(k), 0);
+    struct item *it = get(k);
+    ck_assert_ptr_nonnull(it);
+    item_release(it);
+    for (unsigned i = cap; i < 2 * cap - 1; i++) {
+        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
+    }
+    ck_assert_uint_eq(istats().evictions, cap - 1);
+    ck_assert(evict_present(0));
+    for (unsigned i = 1; i < cap; i++) {
+        ck_assert_msg(!evict_present(i), "unread key %u outlived a read one", i);
+    }
+    /* Spared once only: unread since, it is the next to go. */
+    ck_assert_int_eq(store_evict(2 * cap - 1, NULL), ITEM_OK);
+    ck_assert_uint_eq(istats().evictions, cap);
+}
+END_TEST
+
+/*
+ * The reference count shares a word with the flags: item_get() refuses
+ * an item whose count is at the cap instead of spilling into them.
+ */
+START_TEST(test_refcount_cap)
+{
+    ck_assert_int_eq(set("capped", "v"), ITEM_OK);
+    struct item *it = get("capped");
+    ck_assert_ptr_nonnull(it);
+    uint32_t extra = ITEM_REF_MAX - item_refcount(it);
+    atomic_fetch_add(&it->refs, extra);
+    ck_assert_ptr_null(item_get("capped", 6, false, 0, NULL));
+    ck_assert(item_iflags(it) & ITEM_LINKED);
+    atomic_fetch_sub(&it->refs, extra);
+    struct item *again = get("capped");
+    ck_assert_ptr_eq(again, it);
+    item_release(again);
+    item_release(it);
+    ck_assert_uint_eq(item_refcount(it), 1);
+}
+END_TEST
+
 START_TEST(test_none_no_memory)
 {
     slab_set_limit(SMALL_LIMIT);
@@ -1254,6 +1307,7 @@ item_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_clock_exptime);
     tcase_add_test(tc, test_roundtrip);
+    tcase_add_test(tc, test_refcount_cap);
     tcase_add_test(tc, test_empty_value_and_max_key);
     tcase_add_test(tc, test_too_large);
     tcase_add_test(tc, test_alloc_release_unstored_frees_chunk);
@@ -1277,6 +1331,7 @@ item_suite(void)
     tcase_add_test(tc, test_flush_now);
     tcase_add_test(tc, test_flush_delayed_not_immediate);
     tcase_add_test(tc, test_lru_evicts_oldest);
+    tcase_add_test(tc, test_clock_spares_a_read_item);
     tcase_add_test(tc, test_lru_skips_held_writer_ref);
     tcase_add_test(tc, test_lru_skips_held_reader);
     tcase_add_test(tc, test_lru_held_deleted_item_not_reused);

@@ -501,6 +501,101 @@ START_TEST(test_table_append_only_stable)
 }
 END_TEST
 
+/* Handles name every chunk, are never 0, and map back to the chunk. */
+START_TEST(test_handles_round_trip)
+{
+    uint8_t cls = 1;
+    uint32_t per = slab_class_perslab(cls), sid;
+    struct item *first = slab_alloc(cls, &sid), *prev = first;
+
+    ck_assert_ptr_nonnull(first);
+    ck_assert_uint_ne(slab_handle(first), SLAB_HANDLE_NONE);
+    ck_assert_ptr_eq(slab_handle_item(slab_handle(first)), first);
+    for (uint32_t i = 1; i < 2 * per; i++) {
+        struct item *it = slab_alloc(cls, &sid);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_gt(slab_handle(it), slab_handle(prev));
+        ck_assert_ptr_eq(slab_handle_item(slab_handle(it)), it);
+        ck_assert_uint_eq(slab_sid_of(it), i / per);
+        ck_assert_uint_eq(slab_cls_of(it), cls);
+        prev = it;
+    }
+}
+END_TEST
+
+/* Count how often the hand shows each chunk of cls in n steps. */
+static void
+clock_walk(uint8_t cls, uint32_t n, struct item **chunks, uint32_t nchunks,
+           uint32_t *seen)
+{
+    memset(seen, 0, nchunks * sizeof(*seen));
+    slab_lock(cls);
+    for (uint32_t i = 0; i < n; i++) {
+        struct item *it = slab_clock_next(cls);
+        ck_assert_ptr_nonnull(it);
+        uint32_t j = 0;
+        while (j < nchunks && chunks[j] != it) {
+            j++;
+        }
+        ck_assert_msg(j < nchunks, "hand showed a chunk outside the class");
+        seen[j]++;
+    }
+    slab_unlock(cls);
+}
+
+/*
+ * The CLOCK hand shows every chunk of the class's slabs once per turn,
+ * and after a slab leaves the class (drained) it shows only the others,
+ * still once per turn, from wherever it stood.
+ */
+START_TEST(test_clock_hand_covers_class_slabs)
+{
+    uint8_t cls = 2;
+    uint32_t per = slab_class_perslab(cls), n = 3 * per, sid;
+    struct item **chunks = calloc(n, sizeof(*chunks));
+    uint32_t *seen = calloc(n, sizeof(*seen));
+
+    ck_assert_ptr_nonnull(chunks);
+    ck_assert_ptr_nonnull(seen);
+    slab_lock(cls);
+    ck_assert_ptr_null(slab_clock_next(cls));       /* no slabs yet */
+    slab_unlock(cls);
+    for (uint32_t i = 0; i < n; i++) {
+        chunks[i] = slab_alloc(cls, &sid);
+        ck_assert_ptr_nonnull(chunks[i]);
+    }
+    clock_walk(cls, 2 * n, chunks, n, seen);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(seen[i], 2);
+    }
+    /* Stop the hand inside the middle slab, then take that slab away. */
+    slab_lock(cls);
+    for (uint32_t i = 0; i < per + per / 2; i++) {
+        (void)slab_clock_next(cls);
+    }
+    slab_unlock(cls);
+    uint32_t mid = slab_sid_of(chunks[per]);
+    ck_assert_uint_eq(slab_drain_begin(mid), cls);
+    for (uint32_t i = per; i < 2 * per; i++) {
+        slab_free(cls, mid, chunks[i]);
+    }
+    slab_drain_finish(cls, mid);
+    ck_assert_uint_eq(slab_class_slabs(cls), 2);
+    clock_walk(cls, 2 * per, chunks, n, seen);
+    for (uint32_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(seen[i], i / per == 1 ? 0 : 1);
+    }
+    /* peek looks ahead without moving the hand */
+    slab_lock(cls);
+    struct item *ahead = slab_clock_peek(cls, 1);
+    ck_assert_ptr_eq(slab_clock_peek(cls, 0), slab_clock_next(cls));
+    ck_assert_ptr_eq(slab_clock_next(cls), ahead);
+    slab_unlock(cls);
+    free(seen);
+    free(chunks);
+}
+END_TEST
+
 START_TEST(test_teardown_and_setup_again)
 {
     uint32_t sid;
@@ -572,6 +667,8 @@ slab_suite(void)
     tcase_add_test(tc, test_free_chunk_reused_at_limit);
     tcase_add_test(tc, test_table_append_only_stable);
     tcase_add_test(tc, test_teardown_and_setup_again);
+    tcase_add_test(tc, test_handles_round_trip);
+    tcase_add_test(tc, test_clock_hand_covers_class_slabs);
     tcase_add_test(tc, test_touch_and_created_times);
     suite_add_tcase(s, tc);
     return s;
