@@ -56,18 +56,30 @@ struct item {
     uint32_t           nbytes;  /* value length including "\r\n" */
     uint32_t           flags;   /* client flags */
     _Atomic uint32_t   refs;    /* refcount | iflags << ITEM_REF_BITS */
-    uint64_t           cas_key; /* cas << 8 | key length */
+    _Atomic uint64_t   cas_key; /* cas << 8 | key length; relaxed atomic:
+                                   incr rewrites the CAS under the partition
+                                   lock while the CLOCK hand reads nkey */
     char               data[];  /* key, then value with "\r\n" */
 };
 
 _Static_assert(sizeof(struct item) == 32, "item header is 32 bytes");
 
-static inline uint8_t  item_nkey(const struct item *it) { return (uint8_t)it->cas_key; }
-static inline uint64_t item_cas(const struct item *it) { return it->cas_key >> 8; }
+static inline uint8_t
+item_nkey(struct item *it)
+{
+    return (uint8_t)atomic_load_explicit(&it->cas_key, memory_order_relaxed);
+}
+
+static inline uint64_t
+item_cas(struct item *it)
+{
+    return atomic_load_explicit(&it->cas_key, memory_order_relaxed) >> 8;
+}
+
 static inline void
 item_set_cas(struct item *it, uint64_t cas)
 {
-    it->cas_key = cas << 8 | (it->cas_key & 0xff);
+    atomic_store_explicit(&it->cas_key, cas << 8 | item_nkey(it), memory_order_relaxed);
 }
 
 static inline uint32_t

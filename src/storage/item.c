@@ -88,7 +88,7 @@ item_hash(struct item *it)
 }
 
 static inline size_t
-item_ntotal(const struct item *it)
+item_ntotal(struct item *it)
 {
     return offsetof(struct item, data) + item_nkey(it) + it->nbytes;
 }
@@ -101,7 +101,7 @@ lru_of(const struct item *it)
 
 /* memcached's item_is_flushed(): stored at or before the flush point. */
 static bool
-item_is_flushed(const struct item *it, rel_time_t now)
+item_is_flushed(struct item *it, rel_time_t now)
 {
     rel_time_t live = atomic_load_explicit(&oldest_live, memory_order_relaxed);
     uint64_t ocas = atomic_load_explicit(&oldest_cas, memory_order_relaxed);
@@ -115,7 +115,7 @@ item_is_flushed(const struct item *it, rel_time_t now)
 }
 
 static bool
-item_is_dead(const struct item *it, rel_time_t now)
+item_is_dead(struct item *it, rel_time_t now)
 {
     return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now);
 }
@@ -345,7 +345,10 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     if (cls == 0 || nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
         return ITEM_TOO_LARGE;
     }
-    for (int tries = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
+    /* A failed eviction is retried once: the CLOCK hand has moved past
+     * whatever was busy (e.g. values still being sent), so a second sweep
+     * usually finds something. */
+    for (int tries = 0, failed = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
         it = slab_alloc(cls, &sid);
         if (it != NULL) {
             break;
@@ -353,7 +356,7 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         if (item_lru_pull_tail(cls, false, 1) > 0) {
             continue;
         }
-        if (evict_run(cls, 1, NULL) != EVICT_OK) {
+        if (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2) {
             break;
         }
     }
@@ -372,7 +375,7 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     (void)sid;
     atomic_store(&it->refs, 1);
     it->h_next = SLAB_HANDLE_NONE;
-    it->cas_key = (uint8_t)nkey;
+    atomic_store_explicit(&it->cas_key, (uint8_t)nkey, memory_order_relaxed);
     it->nbytes = vlen + 2;
     it->flags = flags;
     it->exptime = exptime;

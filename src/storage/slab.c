@@ -93,18 +93,29 @@ log2_exact(size_t n)
 }
 
 /*
- * Reserve address space for the slabs: what 32-bit handles of 8-byte
- * units reach (32 GB), or twice -m if larger, leaving room for
- * cache_memlimit to grow the cache at run time. A smaller reservation is
- * tried when the system refuses that much.
+ * Reserve address space for the slabs. The chunk alignment (the handle
+ * unit) is set by -m alone: 8 bytes up to 32 GB, doubling beyond, so a
+ * large cache does not coarsen its classes for headroom it may never use.
+ * The reservation is whatever those handles reach (32 GB at 8 bytes), so
+ * cache_memlimit can grow the cache at run time; a smaller one is tried
+ * when the system refuses that much.
  */
 static slab_rstatus_t
 arena_reserve(size_t maxbytes)
 {
-    size_t dflt = ((size_t)UINT32_MAX - 1) << HANDLE_SHIFT_MIN;
-    size_t want = maxbytes > dflt / 2 ? maxbytes * 2 : dflt;
     size_t need = (maxbytes / stride + 1) * stride;
+    unsigned shift = HANDLE_SHIFT_MIN;
 
+    /* Handles are 32 bits and 0 means none. */
+    while ((need >> shift) + 1 > UINT32_MAX) {
+        shift++;
+    }
+    /* Slabs must start on a chunk boundary (true up to 4 KB alignment:
+     * 16 TB of cache). */
+    if (stride % ((size_t)1 << shift) != 0) {
+        return SLAB_EINVAL;
+    }
+    size_t want = ((size_t)UINT32_MAX - 1) << shift;
     for (;;) {
         size_t len = want / stride * stride;
         if (len < need) {
@@ -122,14 +133,8 @@ arena_reserve(size_t maxbytes)
         }
         want /= 2;
     }
-    slab_cap = (uint32_t)(arena_len / stride < UINT32_MAX - 1 ?
-                          arena_len / stride : UINT32_MAX - 1);
-    /* Handles are 32 bits and 0 means none: widen the alignment until
-     * every chunk of the arena has one. */
-    unsigned shift = HANDLE_SHIFT_MIN;
-    while ((arena_len >> shift) + 1 > UINT32_MAX) {
-        shift++;
-    }
+    assert((arena_len >> shift) + 1 <= UINT32_MAX);
+    slab_cap = (uint32_t)(arena_len / stride);
     slab_arena.handle_shift = shift;
     slab_arena.handle_base = (uintptr_t)arena - ((uintptr_t)1 << shift);
     return SLAB_OK;
@@ -149,8 +154,9 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     slab_bytes = slab_sz;
     stride = align_up(slab_sz, page);
     stride_shift = log2_exact(stride);
-    if (arena_reserve(maxbytes) != SLAB_OK) {
-        return SLAB_ENOMEM;
+    slab_rstatus_t st = arena_reserve(maxbytes);
+    if (st != SLAB_OK) {
+        return st;
     }
     size_t align = (size_t)1 << slab_arena.handle_shift;
     size_t size = align_up(item_header + chunk_min, align);
@@ -318,9 +324,10 @@ table_append(void)
     pthread_mutex_lock(&table_lock);
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
-    if (used + slab_bytes <= atomic_load(&mem_limit) && n < slab_cap &&
+    /* A slab costs its whole pages (stride), whatever -I says. */
+    if (used + stride <= atomic_load(&mem_limit) && n < slab_cap &&
         mprotect(slab_mem(n), stride, PROT_READ | PROT_WRITE) == 0) {
-        atomic_store(&mem_malloced, used + slab_bytes);
+        atomic_store(&mem_malloced, used + stride);
         atomic_store_explicit(&table_count, n + 1, memory_order_release);
         sid = n;
     }
@@ -583,8 +590,9 @@ slab_class_free(uint8_t cls)
 bool
 slab_at_limit(void)
 {
-    return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + slab_bytes >
-           atomic_load_explicit(&mem_limit, memory_order_relaxed);
+    return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + stride >
+           atomic_load_explicit(&mem_limit, memory_order_relaxed) ||
+           slab_table_count() >= slab_cap;
 }
 
 uint32_t
@@ -645,10 +653,13 @@ slab_touch(uint32_t sid)
     }
 }
 
+/* Clamped to what the reserved arena holds (32 GB at -m up to 32 GB). */
 void
 slab_set_limit(size_t maxbytes)
 {
-    atomic_store(&mem_limit, maxbytes);
+    size_t cap = (size_t)slab_cap * stride;
+
+    atomic_store(&mem_limit, maxbytes < cap ? maxbytes : cap);
 }
 
 size_t

@@ -437,7 +437,7 @@ END_TEST
 
 START_TEST(test_table_append_only_stable)
 {
-    /* Small slabs so the table crosses its first 4096-entry directory block. */
+    /* Many small slabs (one page each). */
     const uint32_t total = 5000;
     struct item **chunk = calloc(total, sizeof(*chunk));
     struct slab_info *snap = calloc(64, sizeof(*snap));
@@ -446,9 +446,9 @@ START_TEST(test_table_append_only_stable)
     ck_assert_ptr_nonnull(chunk);
     ck_assert_ptr_nonnull(snap);
     slab_teardown();
-    setup_with((size_t)total * 1024, 1024);
+    setup_with((size_t)total * 4096, 4096);
     uint8_t last = slab_class_count();
-    ck_assert_uint_eq(cstats(last).chunk_size, 1024);
+    ck_assert_uint_eq(cstats(last).chunk_size, 4096);
 
     /* A few small-class slabs first, then one-chunk slabs. */
     for (uint32_t i = 0; i < 64; i++) {
@@ -581,6 +581,10 @@ START_TEST(test_clock_hand_covers_class_slabs)
     }
     slab_drain_finish(cls, mid);
     ck_assert_uint_eq(slab_class_slabs(cls), 2);
+    /* The last slab moved into the gap; the hand starts it from its top. */
+    slab_lock(cls);
+    ck_assert_ptr_eq(slab_clock_peek(cls, 0), chunks[2 * per]);
+    slab_unlock(cls);
     clock_walk(cls, 2 * per, chunks, n, seen);
     for (uint32_t i = 0; i < n; i++) {
         ck_assert_uint_eq(seen[i], i / per == 1 ? 0 : 1);
@@ -593,6 +597,56 @@ START_TEST(test_clock_hand_covers_class_slabs)
     slab_unlock(cls);
     free(seen);
     free(chunks);
+}
+END_TEST
+
+/* The hand stands in the last slab when another slab leaves: it follows
+ * its slab to the new place, at the same chunk. */
+START_TEST(test_clock_hand_follows_moved_slab)
+{
+    uint8_t cls = 2;
+    uint32_t per = slab_class_perslab(cls), n = 3 * per, sid;
+    struct item **chunks = calloc(n, sizeof(*chunks));
+
+    ck_assert_ptr_nonnull(chunks);
+    for (uint32_t i = 0; i < n; i++) {
+        chunks[i] = slab_alloc(cls, &sid);
+        ck_assert_ptr_nonnull(chunks[i]);
+    }
+    slab_lock(cls);
+    for (uint32_t i = 0; i < 2 * per + per / 2; i++) {
+        (void)slab_clock_next(cls);
+    }
+    slab_unlock(cls);
+    uint32_t first = slab_sid_of(chunks[0]);
+    ck_assert_uint_eq(slab_drain_begin(first), cls);
+    for (uint32_t i = 0; i < per; i++) {
+        slab_free(cls, first, chunks[i]);
+    }
+    slab_drain_finish(cls, first);
+    slab_lock(cls);
+    ck_assert_ptr_eq(slab_clock_next(cls), chunks[2 * per + per / 2]);
+    slab_unlock(cls);
+    free(chunks);
+}
+END_TEST
+
+/* A slab smaller than a page still makes a whole page resident: the
+ * memory limit is charged per page-rounded slab, so -m holds. */
+START_TEST(test_sub_page_slabs_charge_whole_pages)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint32_t sid, n = 0;
+
+    slab_teardown();
+    setup_with(8 * page, 1024);
+    uint8_t last = slab_class_count();
+    while (slab_alloc(last, &sid) != NULL) {
+        n++;
+    }
+    ck_assert_uint_eq(n, 8);
+    ck_assert_uint_eq(slab_malloced(), 8 * page);
+    ck_assert(slab_at_limit());
 }
 END_TEST
 
@@ -669,6 +723,8 @@ slab_suite(void)
     tcase_add_test(tc, test_teardown_and_setup_again);
     tcase_add_test(tc, test_handles_round_trip);
     tcase_add_test(tc, test_clock_hand_covers_class_slabs);
+    tcase_add_test(tc, test_clock_hand_follows_moved_slab);
+    tcase_add_test(tc, test_sub_page_slabs_charge_whole_pages);
     tcase_add_test(tc, test_touch_and_created_times);
     suite_add_tcase(s, tc);
     return s;
