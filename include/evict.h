@@ -69,6 +69,15 @@ extern const struct evict_policy evict_policy_none;
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
 /*
+ * Damping, also only when gated: the only slab of a class that was used
+ * within the last EVICT_LAST_SLAB_MS is never the victim (the policy tries
+ * another), so a class that loses its last slab does not start a chain of
+ * classes robbing each other on a cache with few slabs.
+ */
+#define EVICT_LAST_SLAB_MS 1000
+bool            evict_slab_last_in_use(uint32_t sid);
+
+/*
  * Shared by slab-level policies: evict slab sid for cls (applying the
  * rule above when gated), counting busy skips.
  */

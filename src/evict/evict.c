@@ -241,11 +241,33 @@ evict_slab_wanted(uint8_t cls, uint32_t sid)
     return victim.accessed_ms <= own_coldest;
 }
 
+/*
+ * A class's only slab, read or written within the last EVICT_LAST_SLAB_MS,
+ * is not taken: the class would then have nothing of its own and take a
+ * slab from the next class, and so on. Measured at -m 8 with five active
+ * value sizes: 2,807 slabs moved in 8 s and a hit ratio of 0.41 against
+ * memcached's 0.74 (notes/eviction.md). The policy picks another slab.
+ */
+bool
+evict_slab_last_in_use(uint32_t sid)
+{
+    struct slab_info victim;
+
+    if (!slab_table_info(sid, &victim) || victim.cls == 0 ||
+        slab_class_slabs(victim.cls) > 1) {
+        return false;
+    }
+    return victim.accessed_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
+}
+
 evict_rstatus_t
 evict_slab(uint32_t sid, struct evict_req *req)
 {
     if (req->gated && !evict_slab_wanted(req->cls, sid)) {
         return EVICT_DECLINE;
+    }
+    if (req->gated && evict_slab_last_in_use(sid)) {
+        return EVICT_FAIL;
     }
     switch (item_slab_evict(sid, req->cls)) {
     case ITEM_SLAB_OK:

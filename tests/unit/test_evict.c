@@ -364,12 +364,53 @@ START_TEST(test_gate_moves_colder_slabs_to_the_class)
         snprintf(key, sizeof(key), "b%d", i);
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
     }
+    /* All but A's last slab: A used it within the last second (damping,
+     * see test_gate_spares_a_class_s_last_slab_in_use). */
+    ck_assert_uint_eq(slabs_of(b), NSLABS - 1);
+    ck_assert_uint_eq(slabs_of(a), 1);
+    usleep((EVICT_LAST_SLAB_MS + 100) * 1000);
+    for (int i = 40; i < 50; i++) {
+        snprintf(key, sizeof(key), "b%d", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
     ck_assert_uint_eq(slabs_of(b), NSLABS);
     ck_assert_uint_eq(slabs_of(a), 0);
     struct item_class_stats ib;
     item_class_stats(b, &ib);
     ck_assert_uint_gt(ib.evicted, 0);           /* item-level, by its LRU */
     ck_assert_uint_eq(ib.evicted_by_slab, 0);   /* never its own slab */
+}
+END_TEST
+
+/*
+ * Damping: a class's only slab, used within the last second, is not the
+ * victim of a gated slab-level policy even when it is the oldest; the
+ * policy takes the next one. An ungated policy (twemcache's) still does.
+ */
+START_TEST(test_gate_spares_a_class_s_last_slab_in_use)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN), c = cls_of(2000), d = cls_of(500);
+
+    ck_assert_uint_ne(c, a);
+    ck_assert_uint_ne(c, b);
+    ck_assert_uint_ne(d, c);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);        /* slab 0: b's only */
+    fill_small("a");                                            /* the other 7 */
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
+    ck_assert(evict_slab_last_in_use(0));
+    ck_assert(!evict_slab_last_in_use(1));
+
+    ck_assert_int_eq(evict_configure("lrc,lru", 7), 0);
+    ck_assert_int_eq(store("c", 2000), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);                          /* spared */
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 2);
+    ck_assert_uint_eq(slabs_of(c), 1);
+
+    ck_assert_int_eq(evict_configure("lrc", 3), 0);
+    ck_assert_int_eq(store("d", 500), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 0);                          /* oldest: taken */
+    ck_assert_uint_eq(slabs_of(d), 1);
 }
 END_TEST
 
@@ -708,6 +749,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_prefers_own_tail_when_class_has_its_share);
     tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
+    tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);
