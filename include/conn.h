@@ -12,6 +12,7 @@
 #define SC_CONN_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define CONN_RBUF_INIT  16384
@@ -34,6 +35,14 @@ void         conn_free(struct conn *c);
 /* Free every connection on the list (worker shutdown). */
 void         conn_free_all(struct conn_list *list);
 /* Emit `stats conns` lines for the list's connections. */
+/*
+ * Busy time of this thread's current event-loop turn: with timing on,
+ * the first connection callback of a turn notes the time, and
+ * conn_turn_take() returns it (0 if no connection ran) and starts over.
+ * Workers sharing a CPU use it to yield after long turns (worker.c).
+ */
+void         conn_turn_timing(bool on);
+uint64_t     conn_turn_take(void);
 void         conn_list_stats(struct conn_list *list,
                              void (*emit)(void *, const char *, const char *),
                              void *ctx);

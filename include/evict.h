@@ -35,6 +35,7 @@ typedef enum evict_rstatus {
 struct evict_req {
     uint8_t  cls;
     bool     gated;
+    bool     damp;      /* gated, and a class's last slab in use is spared */
     uint32_t batch;
     uint32_t freed;
 };
@@ -70,12 +71,17 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
 /*
  * Damping, also only when gated: the only slab of a class that was used
- * within the last EVICT_LAST_SLAB_MS is never the victim (the policy tries
- * another), so a class that loses its last slab does not start a chain of
- * classes robbing each other on a cache with few slabs.
+ * within the last EVICT_LAST_SLAB_MS is not a candidate (policies pass
+ * over it without spending a pick), so a class that loses its last slab
+ * does not start a chain of classes robbing each other on a cache with
+ * few slabs. When every candidate is such a slab and the requesting class
+ * holds no slab at all, damping is dropped for that request (req->damp):
+ * serving beats refusing forever.
  */
 #define EVICT_LAST_SLAB_MS 1000
 bool            evict_slab_last_in_use(uint32_t sid);
+/* All candidates were spared: drop damping if cls holds no slab (true). */
+bool            evict_undamp(struct evict_req *req);
 
 /*
  * Shared by slab-level policies: evict slab sid for cls (applying the

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -433,6 +434,33 @@ conn_flush(struct conn *c)
     }
 }
 
+static bool                     turn_timing;
+static _Thread_local uint64_t   turn_start_ns;
+
+static uint64_t
+now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+conn_turn_timing(bool on)
+{
+    turn_timing = on;
+}
+
+uint64_t
+conn_turn_take(void)
+{
+    uint64_t t = turn_start_ns;
+
+    turn_start_ns = 0;
+    return t;
+}
+
 static void
 conn_on_read(evutil_socket_t fd, short what, void *arg)
 {
@@ -440,6 +468,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    if (turn_timing && turn_start_ns == 0) {
+        turn_start_ns = now_ns();
+    }
     if (c->read_paused) {
         return;
     }

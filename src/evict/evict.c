@@ -200,6 +200,7 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
             continue;
         }
         req.gated = p->slab_level && stack_has_item_level_after(s, i);
+        req.damp = req.gated;
         req.freed = 0;
         if (p->evict(&req) == EVICT_OK) {
             if (freed != NULL) {
@@ -260,13 +261,23 @@ evict_slab_last_in_use(uint32_t sid)
     return victim.accessed_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
 }
 
+bool
+evict_undamp(struct evict_req *req)
+{
+    if (!req->damp || slab_class_slabs(req->cls) != 0) {
+        return false;
+    }
+    req->damp = false;
+    return true;
+}
+
 evict_rstatus_t
 evict_slab(uint32_t sid, struct evict_req *req)
 {
     if (req->gated && !evict_slab_wanted(req->cls, sid)) {
         return EVICT_DECLINE;
     }
-    if (req->gated && evict_slab_last_in_use(sid)) {
+    if (req->damp && evict_slab_last_in_use(sid)) {
         return EVICT_FAIL;
     }
     switch (item_slab_evict(sid, req->cls)) {
@@ -309,7 +320,8 @@ evict_slab_oldest(struct evict_req *req,
         for (uint32_t sid = 0; sid < n; sid++) {
             struct slab_info info;
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
-                sid_tried(tried, pick, sid)) {
+                sid_tried(tried, pick, sid) ||
+                (req->damp && evict_slab_last_in_use(sid))) {
                 continue;
             }
             uint64_t key = age_key(&info);
@@ -323,6 +335,10 @@ evict_slab_oldest(struct evict_req *req,
             }
         }
         if (best == SLAB_ID_NONE) {
+            if (evict_undamp(req)) {
+                pick--;         /* same pick, every slab a candidate again */
+                continue;
+            }
             break;
         }
         evict_rstatus_t st = evict_slab(best, req);

@@ -414,6 +414,50 @@ START_TEST(test_gate_spares_a_class_s_last_slab_in_use)
 }
 END_TEST
 
+/*
+ * When every slab is some class's only one, just used, and the requesting
+ * class holds no slab at all, damping gives way: the set is served (one
+ * class loses its slab) rather than refused.
+ */
+START_TEST(test_damping_gives_way_to_a_class_without_slabs)
+{
+    static const uint32_t lens[NSLABS] = { 30, 100, 250, 550, 1200, 2400, 5000, 10000 };
+    char key[8];
+
+    for (int i = 0; i < NSLABS; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        ck_assert_int_eq(store(key, lens[i]), ITEM_OK);
+    }
+    ck_assert_uint_eq(slab_table_count(), NSLABS);
+    for (uint32_t sid = 0; sid < NSLABS; sid++) {
+        ck_assert(evict_slab_last_in_use(sid));
+    }
+    uint8_t big = cls_of(LARGE_LEN);
+    ck_assert_uint_eq(slabs_of(big), 0);
+    for (int round = 0; round < 2; round++) {
+        const char *list = round == 0 ? "lrc,lru" : "random,lru";
+        ck_assert_int_eq(evict_configure(list, strlen(list)), 0);
+        snprintf(key, sizeof(key), "big%d", round);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+        ck_assert_uint_eq(slabs_of(big), 1);
+        /* give the slab back for the next round's policy */
+        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+        ck_assert_int_eq(evict_configure("none", 4), 0);
+        uint32_t sid = SLAB_ID_NONE;
+        for (uint32_t s = 0; s < NSLABS; s++) {
+            struct slab_info info;
+            ck_assert(slab_table_info(s, &info));
+            if (info.cls == big) {
+                sid = s;
+            }
+        }
+        ck_assert_uint_ne(sid, SLAB_ID_NONE);
+        ck_assert_int_eq(item_slab_evict(sid, cls_of(SMALL_LEN)), ITEM_SLAB_OK);
+        ck_assert_uint_eq(slabs_of(big), 0);
+    }
+}
+END_TEST
+
 START_TEST(test_gate_keeps_warmer_slabs)
 {
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
@@ -750,6 +794,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
     tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
+    tcase_add_test(tc, test_damping_gives_way_to_a_class_without_slabs);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);

@@ -446,9 +446,10 @@ START_TEST(test_table_append_only_stable)
     ck_assert_ptr_nonnull(chunk);
     ck_assert_ptr_nonnull(snap);
     slab_teardown();
-    setup_with((size_t)total * 4096, 4096);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    setup_with((size_t)total * page, page);
     uint8_t last = slab_class_count();
-    ck_assert_uint_eq(cstats(last).chunk_size, 4096);
+    ck_assert_uint_eq(cstats(last).chunk_size, page);
 
     /* A few small-class slabs first, then one-chunk slabs. */
     for (uint32_t i = 0; i < 64; i++) {
