@@ -71,12 +71,12 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
 /*
  * Damping, also only when gated: the only slab of a class that was used
- * within the last EVICT_LAST_SLAB_MS is not a candidate (policies pass
- * over it without spending a pick), so a class that loses its last slab
- * does not start a chain of classes robbing each other on a cache with
- * few slabs. When every candidate is such a slab and the requesting class
- * holds no slab at all, damping is dropped for that request (req->damp):
- * serving beats refusing forever.
+ * within the last EVICT_LAST_SLAB_MS is not taken (evict_slab() fails
+ * on it and the policy spends a pick, as on a busy slab), so a class that
+ * loses its last slab does not start a chain of classes robbing each
+ * other on a cache with few slabs. When all picks failed that way and the
+ * requesting class holds no slab at all, damping is dropped for that
+ * request (req->damp) and the policy tries again: serving beats refusing.
  */
 #define EVICT_LAST_SLAB_MS 1000
 bool            evict_slab_last_in_use(uint32_t sid);

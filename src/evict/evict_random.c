@@ -7,36 +7,32 @@
 #include "evict.h"
 #include "slab.h"
 
-#define RANDOM_DRAWS_MAX (4 * EVICT_PICKS)   /* draws of spared slabs */
-
-/*
- * Gated (random,lru), a draw of a slab that damping spares is drawn again
- * instead of spending a pick; the only draws not used.
- */
 static evict_rstatus_t
-random_evict(struct evict_req *req)
+random_pass(struct evict_req *req)
 {
     uint32_t n = slab_table_count();
-    int spared = 0;
 
-    for (int pick = 0; n > 0 && pick < EVICT_PICKS;) {
+    for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid = (uint32_t)(evict_random() % n);
-        if (req->damp && evict_slab_last_in_use(sid)) {
-            if (++spared < RANDOM_DRAWS_MAX) {
-                continue;
-            }
-            if (!evict_undamp(req)) {
-                break;
-            }
-            continue;
-        }
         evict_rstatus_t st = evict_slab(sid, req);
         if (st != EVICT_FAIL) {
             return st;
         }
-        pick++;
     }
     return EVICT_FAIL;
+}
+
+/* Gated (random,lru): if every pick was a slab damping spares and the
+ * class holds no slab at all, one more round without damping. */
+static evict_rstatus_t
+random_evict(struct evict_req *req)
+{
+    evict_rstatus_t st = random_pass(req);
+
+    if (st == EVICT_FAIL && evict_undamp(req)) {
+        st = random_pass(req);
+    }
+    return st;
 }
 
 const struct evict_policy evict_policy_random = {
