@@ -94,7 +94,7 @@ log2_exact(size_t n)
 
 /*
  * Reserve address space for the slabs. The chunk alignment (the handle
- * unit) is set by -m alone: 8 bytes up to 32 GB, doubling beyond, so a
+ * unit) is set by -m alone: 8 bytes below 32 GB, doubling beyond, so a
  * large cache does not coarsen its classes for headroom it may never use.
  * The reservation is whatever those handles reach (32 GB at 8 bytes), so
  * cache_memlimit can grow the cache at run time; a smaller one is tried
@@ -653,7 +653,7 @@ slab_touch(uint32_t sid)
     }
 }
 
-/* Clamped to what the reserved arena holds (32 GB at -m up to 32 GB). */
+/* Clamped to what the reserved arena holds (32 GB for -m below 32 GB). */
 void
 slab_set_limit(size_t maxbytes)
 {
