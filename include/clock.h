@@ -23,5 +23,7 @@ time_t     clock_unix(rel_time_t t);   /* rel -> unix */
 rel_time_t clock_exptime(int64_t exptime); /* protocol exptime -> rel; 0 = never */
 /* Milliseconds since start from the kernel's coarse clock (vDSO, no syscall). */
 uint64_t   clock_now_ms(void);
+/* Monotonic nanoseconds, fine-grained (vDSO): for timing short spans. */
+uint64_t   clock_mono_ns(void);
 
 #endif

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -437,15 +436,6 @@ conn_flush(struct conn *c)
 static bool                     turn_timing;
 static _Thread_local uint64_t   turn_start_ns;
 
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void
 conn_turn_timing(bool on)
 {
@@ -469,7 +459,7 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (turn_timing && turn_start_ns == 0) {
-        turn_start_ns = now_ns();
+        turn_start_ns = clock_mono_ns();
     }
     if (c->read_paused) {
         return;

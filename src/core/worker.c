@@ -12,11 +12,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "conn.h"
 #include "log.h"
 #include "stats.h"
@@ -113,13 +113,8 @@ worker_main(void *arg)
             break;
         }
         uint64_t t0 = conn_turn_take();
-        if (t0 != 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-            if (now - t0 >= YIELD_AFTER_NS) {
-                sched_yield();
-            }
+        if (t0 != 0 && clock_mono_ns() - t0 >= YIELD_AFTER_NS) {
+            sched_yield();
         }
     }
     return NULL;

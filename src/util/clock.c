@@ -68,6 +68,15 @@ clock_exptime(int64_t exptime)
 }
 
 uint64_t
+clock_mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
 clock_now_ms(void)
 {
     struct timespec ts;
