@@ -23,6 +23,7 @@
 #include "item.h"
 
 #define HANDLE_SHIFT_MIN 3      /* chunks are at least 8-byte aligned */
+#define HUGE_BYTES ((size_t)2 << 20)   /* x86-64 transparent huge page */
 
 struct slab {
     _Atomic uint8_t      cls;
@@ -53,6 +54,7 @@ static size_t            slab_bytes;
 
 static uint8_t          *arena;         /* slab 0 */
 static size_t            arena_len;
+static size_t            arena_rw;      /* bytes from arena made writable */
 static size_t            stride;        /* slab_bytes rounded up to a page */
 static unsigned          stride_shift;  /* log2(stride), or 0: divide */
 static uint32_t          slab_cap;      /* slabs the arena can hold */
@@ -93,6 +95,34 @@ log2_exact(size_t n)
 }
 
 /*
+ * Map len bytes of PROT_NONE address space starting on a huge-page
+ * boundary, and ask for transparent huge pages there. A get touches a
+ * random item among millions: with 4 KB pages nearly every one is a TLB
+ * miss, and in a VM a miss walks two page tables. memcached mallocs its
+ * slabs and does not ask. madvise failing (THP off) is harmless.
+ */
+static void *
+arena_map(size_t len)
+{
+    size_t span = len + HUGE_BYTES;
+    uint8_t *p = mmap(NULL, span, PROT_NONE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+    if (p == MAP_FAILED) {
+        return NULL;
+    }
+    uint8_t *base = (uint8_t *)align_up((uintptr_t)p, HUGE_BYTES);
+    if (base > p) {
+        munmap(p, (size_t)(base - p));
+    }
+    if (p + span > base + len) {
+        munmap(base + len, (size_t)(p + span - (base + len)));
+    }
+    (void)madvise(base, len, MADV_HUGEPAGE);
+    return base;
+}
+
+/*
  * Reserve address space for the slabs. The chunk alignment (the handle
  * unit) is set by -m alone: 8 bytes below 32 GB, doubling beyond, so a
  * large cache does not coarsen its classes for headroom it may never use.
@@ -121,11 +151,11 @@ arena_reserve(size_t maxbytes)
         if (len < need) {
             len = need;
         }
-        void *p = mmap(NULL, len, PROT_NONE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p != MAP_FAILED) {
+        void *p = arena_map(len);
+        if (p != NULL) {
             arena = p;
             arena_len = len;
+            arena_rw = 0;
             break;
         }
         if (len <= need) {
@@ -202,6 +232,7 @@ slab_teardown(void)
         munmap(arena, arena_len);
         arena = NULL;
     }
+    arena_rw = 0;
     atomic_store(&table_count, 0);
     nclasses = 0;
 }
@@ -315,6 +346,29 @@ freelist_pop(struct slab_class *c)
     return it;
 }
 
+/*
+ * Make the arena writable up to at least end, in whole huge pages: the
+ * kernel backs a huge page only where the whole 2 MB is one mapping.
+ * Costs at most one huge page of RSS beyond the slabs in use (the next
+ * slab's pages, if -m stops short of it). Caller holds the table lock.
+ */
+static bool
+arena_make_writable(size_t end)
+{
+    if (end <= arena_rw) {
+        return true;
+    }
+    size_t to = align_up(end, HUGE_BYTES);
+    if (to > arena_len) {
+        to = arena_len;
+    }
+    if (mprotect(arena + arena_rw, to - arena_rw, PROT_READ | PROT_WRITE) != 0) {
+        return false;
+    }
+    arena_rw = to;
+    return true;
+}
+
 /* Append a new slab to the table if the limit allows; table lock inside. */
 static uint32_t
 table_append(void)
@@ -326,7 +380,7 @@ table_append(void)
     size_t used = atomic_load(&mem_malloced);
     /* A slab costs its whole pages (stride), whatever -I says. */
     if (used + stride <= atomic_load(&mem_limit) && n < slab_cap &&
-        mprotect(slab_mem(n), stride, PROT_READ | PROT_WRITE) == 0) {
+        arena_make_writable((size_t)(n + 1) * stride)) {
         atomic_store(&mem_malloced, used + stride);
         atomic_store_explicit(&table_count, n + 1, memory_order_release);
         sid = n;

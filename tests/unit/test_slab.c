@@ -261,6 +261,25 @@ START_TEST(test_alloc_carves_one_slab)
 }
 END_TEST
 
+/* Slab 0 starts on a 2 MB boundary, so whole huge pages can back the
+ * arena; slabs follow at stride spacing whatever the writable span. */
+START_TEST(test_arena_huge_page_aligned)
+{
+    uint32_t sid;
+    uint8_t last = slab_class_count();
+    struct item *a = slab_alloc(last, &sid);
+    struct item *b = slab_alloc(last, &sid);
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq((uintptr_t)a % (2 * MB), 0);
+    ck_assert_uint_eq((uintptr_t)b - (uintptr_t)a, SLAB_SZ);
+    memset(a, 0xab, SLAB_SZ);
+    memset(b, 0xcd, SLAB_SZ);
+    ck_assert_uint_eq(slab_sid_of(b), 1);
+}
+END_TEST
+
 START_TEST(test_alloc_classes_get_own_slabs)
 {
     struct slab_info info;
@@ -714,6 +733,7 @@ slab_suite(void)
     tcase_add_test(tc, test_clsid_mapping);
     tcase_add_test(tc, test_setup_rejects_bad_geometry);
     tcase_add_test(tc, test_alloc_carves_one_slab);
+    tcase_add_test(tc, test_arena_huge_page_aligned);
     tcase_add_test(tc, test_alloc_classes_get_own_slabs);
     tcase_add_test(tc, test_limit_caps_slabs);
     tcase_add_test(tc, test_limit_not_multiple_of_slab);
