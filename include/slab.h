@@ -21,7 +21,7 @@
 
 #include "clock.h"
 
-#define SLAB_CLASS_MAX   63      /* classes are 1..SLAB_CLASS_MAX */
+#define SLAB_CLASS_MAX   200     /* classes are 1..SLAB_CLASS_MAX (uint8_t ids) */
 #define SLAB_ID_NONE     UINT32_MAX
 #define SLAB_HANDLE_NONE 0u
 

@@ -49,6 +49,7 @@ struct slab_class {
 struct slab_arena        slab_arena;
 
 static struct slab_class classes[SLAB_CLASS_MAX + 1];
+static uint32_t          class_size[SLAB_CLASS_MAX + 1];  /* dense, for lookup */
 static uint8_t           nclasses;
 static size_t            slab_bytes;
 
@@ -198,11 +199,16 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     while (++i < SLAB_CLASS_MAX && size <= slab_sz / factor) {
         classes[i].size = (uint32_t)size;
         classes[i].perslab = (uint32_t)(slab_sz / size);
-        size = align_up((size_t)(size * factor), align);
+        /* Strictly growing even when factor * size rounds back down. */
+        size_t next = align_up((size_t)(size * factor), align);
+        size = next > size ? next : size + align;
     }
     classes[i].size = (uint32_t)slab_sz;
     classes[i].perslab = 1;
     nclasses = i;
+    for (uint8_t c = 1; c <= nclasses; c++) {
+        class_size[c] = classes[c].size;
+    }
     for (uint8_t c = 1; c <= nclasses; c++) {
         pthread_mutex_init(&classes[c].lock, NULL);
         /* Address space only: pages are touched as the class grows. */
@@ -256,16 +262,20 @@ slab_cls_of(const void *chunk)
 uint8_t
 slab_clsid(size_t size)
 {
-    if (size == 0 || size > slab_bytes) {
+    if (size == 0 || size > slab_bytes || nclasses == 0) {
         return 0;
     }
-    /* Classes are few (<= 63) and sorted; a linear scan is cache-friendly. */
-    for (uint8_t c = 1; c <= nclasses; c++) {
-        if (size <= classes[c].size) {
-            return c;
+    /* Binary search over the dense sizes: up to SLAB_CLASS_MAX classes. */
+    unsigned lo = 1, hi = nclasses;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        if (size <= class_size[mid]) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
     }
-    return 0;
+    return (uint8_t)lo;
 }
 
 uint8_t

@@ -232,6 +232,26 @@ START_TEST(test_random_uses_every_slab)
 }
 END_TEST
 
+START_TEST(test_random_takes_other_classes_first)
+{
+    /* Once b holds a slab, its picks land on a's slabs, not its own: all
+     * seven of a's slabs move in seven runs. With uniform draws over every
+     * slab that happens with probability 7/8 * 6/8 * ... * 1/8 = 0.0024. */
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("random", 6), 0);
+    for (uint32_t k = 1; k <= NSLABS; k++) {
+        ck_assert_int_eq(evict_run(b, 1, NULL), EVICT_OK);
+        ck_assert_uint_eq(slabs_of(b), k);
+        ck_assert_uint_eq(slabs_of(a), NSLABS - k);
+    }
+    /* b holds them all: its own slab is then the victim. */
+    ck_assert_int_eq(evict_run(b, 1, NULL), EVICT_OK);
+    ck_assert_uint_eq(slabs_of(b), NSLABS);
+}
+END_TEST
+
 START_TEST(test_lra_picks_least_recently_accessed)
 {
     uint8_t b = cls_of(LARGE_LEN);
@@ -787,6 +807,7 @@ evict_suite(void)
     tcase_add_test(tc, test_none_refuses_when_full);
     tcase_add_test(tc, test_random_moves_a_slab);
     tcase_add_test(tc, test_random_uses_every_slab);
+    tcase_add_test(tc, test_random_takes_other_classes_first);
     tcase_add_test(tc, test_lra_picks_least_recently_accessed);
     tcase_add_test(tc, test_lrc_picks_least_recently_created);
     tcase_add_test(tc, test_busy_slab_is_skipped);

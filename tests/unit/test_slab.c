@@ -182,6 +182,33 @@ START_TEST(test_setup_rejects_bad_geometry)
 }
 END_TEST
 
+/* A fine factor: more classes than memcached's 63, strictly growing even
+ * where factor * size rounds back to the same 8-byte step, capped at
+ * SLAB_CLASS_MAX, and the lookup still picks the smallest fitting class. */
+START_TEST(test_fine_factor_many_classes)
+{
+    const double factors[] = { 1.08, 1.01 };
+
+    for (size_t f = 0; f < sizeof(factors) / sizeof(factors[0]); f++) {
+        slab_teardown();
+        ck_assert_int_eq(slab_setup(16 * MB, MB, factors[f], CHUNK_MIN, hdr()), SLAB_OK);
+        uint8_t n = slab_class_count();
+        ck_assert_uint_gt(n, 63);
+        ck_assert_uint_le(n, SLAB_CLASS_MAX);
+        ck_assert_uint_eq(cstats(n).chunk_size, MB);
+        size_t bad = 0;
+        for (uint8_t c = 2; c <= n; c++) {
+            uint32_t lo = cstats((uint8_t)(c - 1)).chunk_size, hi = cstats(c).chunk_size;
+            if (hi <= lo || slab_clsid(lo) != c - 1 || slab_clsid(lo + 1) != c ||
+                slab_clsid(hi) != c) {
+                bad = c;
+            }
+        }
+        ck_assert_msg(bad == 0, "factor %.2f: class %zu", factors[f], bad);
+    }
+}
+END_TEST
+
 /* --- carving ---------------------------------------------------------------- */
 
 START_TEST(test_alloc_carves_one_slab)
@@ -732,6 +759,7 @@ slab_suite(void)
     tcase_add_test(tc, test_geometry_out_of_range_class_stats);
     tcase_add_test(tc, test_clsid_mapping);
     tcase_add_test(tc, test_setup_rejects_bad_geometry);
+    tcase_add_test(tc, test_fine_factor_many_classes);
     tcase_add_test(tc, test_alloc_carves_one_slab);
     tcase_add_test(tc, test_arena_huge_page_aligned);
     tcase_add_test(tc, test_alloc_classes_get_own_slabs);
