@@ -19,7 +19,7 @@
 #include "evict.h"
 #include "slab.h"
 
-#define RANDOM_REDRAWS 32       /* draws spent looking for another class */
+#define RANDOM_REDRAWS 64       /* draws spent looking for another class */
 
 /*
  * Draw a victim into *sid. When the draw is the class's own slab and a

@@ -234,19 +234,25 @@ END_TEST
 
 START_TEST(test_random_takes_other_classes_first)
 {
-    /* Once b holds a slab, its picks land on a's slabs, not its own: all
-     * seven of a's slabs move in seven runs. With uniform draws over every
-     * slab that happens with probability 7/8 * 6/8 * ... * 1/8 = 0.0024. */
+    /* Once b holds slabs, its picks land on a's (colder) slabs, not its
+     * own: six more of a's slabs move in six runs. With uniform draws over
+     * every slab that happens with probability 7/8 * 6/8 * ... * 2/8 =
+     * 0.019. (The last of a's slabs is left out: 64 redraws that all land
+     * on b's seven slabs, (7/8)^64 = 2e-4, would keep the own pick.) */
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
 
     fill_small("a");
     ck_assert_int_eq(evict_configure("random", 6), 0);
-    for (uint32_t k = 1; k <= NSLABS; k++) {
+    for (uint32_t k = 1; k < NSLABS; k++) {
         ck_assert_int_eq(evict_run(b, 1, NULL), EVICT_OK);
         ck_assert_uint_eq(slabs_of(b), k);
         ck_assert_uint_eq(slabs_of(a), NSLABS - k);
     }
-    /* b holds them all: its own slab is then the victim. */
+    /* Once b holds every slab its own slab is the victim. */
+    for (int i = 0; i < 1000 && slabs_of(a) > 0; i++) {
+        ck_assert_int_eq(evict_run(b, 1, NULL), EVICT_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), NSLABS);
     ck_assert_int_eq(evict_run(b, 1, NULL), EVICT_OK);
     ck_assert_uint_eq(slabs_of(b), NSLABS);
 }
