@@ -208,8 +208,6 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     nclasses = i;
     for (uint8_t c = 1; c <= nclasses; c++) {
         class_size[c] = classes[c].size;
-    }
-    for (uint8_t c = 1; c <= nclasses; c++) {
         pthread_mutex_init(&classes[c].lock, NULL);
         /* Address space only: pages are touched as the class grows. */
         classes[c].sids = calloc(slab_cap, sizeof(uint32_t));
