@@ -333,16 +333,49 @@ item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
     return freed;
 }
 
+/* The class for an item of this shape, or 0 if it cannot be stored. */
+static uint8_t
+item_class_for(size_t nkey, uint32_t vlen)
+{
+    if (nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
+        return 0;
+    }
+    return slab_clsid(item_total_size(nkey, vlen));
+}
+
+/* Running low while memory is full: let the background evictor refill. */
+static void
+alloc_note_low(uint8_t cls)
+{
+    if (evict_bg_reserve() > 0 && slab_class_free(cls) < evict_bg_target(cls) &&
+        slab_at_limit()) {
+        evict_bg_notify(cls);
+    }
+}
+
+static void
+item_init(struct item *it, const char *key, size_t nkey, uint32_t flags,
+          rel_time_t exptime, uint32_t vlen)
+{
+    atomic_store(&it->refs, 1);
+    it->h_next = SLAB_HANDLE_NONE;
+    atomic_store_explicit(&it->cas_key, (uint8_t)nkey, memory_order_relaxed);
+    it->nbytes = vlen + 2;
+    it->flags = flags;
+    it->exptime = exptime;
+    it->time = clock_now();
+    memcpy(item_key(it), key, nkey);
+}
+
 item_status_t
 item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
            uint32_t vlen, struct item **out)
 {
-    size_t total = item_total_size(nkey, vlen);
-    uint8_t cls = slab_clsid(total);
+    uint8_t cls = item_class_for(nkey, vlen);
     struct item *it = NULL;
     uint32_t sid;
 
-    if (cls == 0 || nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
+    if (cls == 0) {
         return ITEM_TOO_LARGE;
     }
     /* A failed eviction is retried once: the CLOCK hand has moved past
@@ -360,11 +393,6 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
             break;
         }
     }
-    /* Running low while memory is full: let the background evictor refill. */
-    if (it != NULL && evict_bg_reserve() > 0 &&
-        slab_class_free(cls) < evict_bg_target(cls) && slab_at_limit()) {
-        evict_bg_notify(cls);
-    }
     if (it == NULL) {
         slab_lock(cls);
         lrus[cls].outofmemory++;
@@ -373,16 +401,32 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     }
     assert(slab_cls_of(it) == cls && slab_sid_of(it) == sid);
     (void)sid;
-    atomic_store(&it->refs, 1);
-    it->h_next = SLAB_HANDLE_NONE;
-    atomic_store_explicit(&it->cas_key, (uint8_t)nkey, memory_order_relaxed);
-    it->nbytes = vlen + 2;
-    it->flags = flags;
-    it->exptime = exptime;
-    it->time = clock_now();
-    memcpy(item_key(it), key, nkey);
+    alloc_note_low(cls);
+    item_init(it, key, nkey, flags, exptime, vlen);
     *out = it;
     return ITEM_OK;
+}
+
+/*
+ * A free chunk (or a fresh slab while under -m) and nothing more: no
+ * eviction, so no partition lock is taken and a caller may hold one
+ * (slab_alloc takes only the class lock, which ranks below it). NULL
+ * when that is not enough; the caller then falls back to item_alloc().
+ */
+static struct item *
+item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
+                  rel_time_t exptime, uint32_t vlen)
+{
+    uint8_t cls = item_class_for(nkey, vlen);
+    uint32_t sid;
+    struct item *it;
+
+    if (cls == 0 || (it = slab_alloc(cls, &sid)) == NULL) {
+        return NULL;
+    }
+    alloc_note_low(cls);
+    item_init(it, key, nkey, flags, exptime, vlen);
+    return it;
 }
 
 /* --- slab-level eviction ---------------------------------------------------- */
@@ -601,13 +645,19 @@ item_unlink_key(const char *key, size_t nkey)
 
 /*
  * Operations that build a new item from a stored one (append, prepend,
- * incr past the old length) must not allocate under the partition lock:
- * allocation may have to empty a slab, which needs partition locks,
- * perhaps this one. So: pin the stored item (a reference keeps its bytes
- * and address), unlock, allocate, re-lock, and replace only if the pinned
- * item is still the one linked under the key; otherwise start over.
+ * incr past the old length) must not evict under the partition lock:
+ * emptying a slab needs partition locks, perhaps this one. So the new item
+ * is first taken from a free chunk under the lock (item_alloc_nowait): no
+ * window, so concurrent appends to one key all land. Only when that finds
+ * nothing: pin the stored item (a reference keeps its bytes and address),
+ * unlock, allocate with eviction, re-lock, and replace only if the pinned
+ * item is still the one linked under the key; otherwise start over. A
+ * failed round frees its chunk, which the next round's locked attempt can
+ * take, so running out of rounds means memory is contended, not that the
+ * key is gone: it is reported as a failed allocation (which the client
+ * sees as NOT_STORED, memcached's answer when an append cannot allocate).
  */
-#define REBUILD_TRIES 4
+#define REBUILD_TRIES 8
 
 static struct item *
 pin_locked(struct item *it)
@@ -624,46 +674,74 @@ still_linked(struct item *old, uint32_t hv)
            assoc_find(item_key(old), item_nkey(old), hv) == old;
 }
 
+/* joined's value = old's and it's, in order. */
+static void
+concat_fill(struct item *joined, struct item *old, struct item *it, bool append)
+{
+    uint32_t ovlen = item_vlen(old), nvlen = item_vlen(it);
+    char *dst = item_value(joined);
+
+    if (append) {
+        memcpy(dst, item_value(old), ovlen);
+        memcpy(dst + ovlen, item_value(it), nvlen + 2);
+    } else {
+        memcpy(dst, item_value(it), nvlen);
+        memcpy(dst + nvlen, item_value(old), ovlen + 2);
+    }
+}
+
+/* Under the lock: touch/gat change these in place, so copy them last. */
+static void
+concat_link(struct item *joined, struct item *old, uint32_t hv)
+{
+    joined->exptime = old->exptime;
+    joined->flags = old->flags;
+    do_item_replace(old, joined, hv);
+}
+
 /* append/prepend: a new item holding old and new values joined. */
 static item_status_t
 item_concat(struct item *it, bool append)
 {
     uint32_t hv = item_hash(it), nvlen = item_vlen(it);
+    const char *key = item_key(it);
+    uint8_t nkey = item_nkey(it);
 
     for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
         assoc_lock(hv);
-        struct item *old = do_item_find(item_key(it), item_nkey(it), hv);
+        struct item *old = do_item_find(key, nkey, hv);
         if (old == NULL) {
             assoc_unlock(hv);
             return ITEM_NOT_STORED;
         }
+        uint32_t ovlen = item_vlen(old);
+        if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
+            assoc_unlock(hv);
+            return ITEM_TOO_LARGE;
+        }
+        struct item *joined = item_alloc_nowait(key, nkey, old->flags,
+                                                old->exptime, ovlen + nvlen);
+        if (joined != NULL) {
+            concat_fill(joined, old, it, append);
+            concat_link(joined, old, hv);
+            assoc_unlock(hv);
+            item_release(joined);
+            return ITEM_OK;
+        }
         pin_locked(old);
         assoc_unlock(hv);
 
-        uint32_t ovlen = item_vlen(old);
-        struct item *joined;
-        item_status_t st = (uint64_t)ovlen + nvlen > UINT32_MAX - 2 ? ITEM_TOO_LARGE :
-            item_alloc(item_key(it), item_nkey(it), old->flags, old->exptime,
-                       ovlen + nvlen, &joined);
+        item_status_t st = item_alloc(key, nkey, old->flags, old->exptime,
+                                      ovlen + nvlen, &joined);
         if (st != ITEM_OK) {
             item_release(old);
             return st;
         }
-        char *dst = item_value(joined);
-        if (append) {
-            memcpy(dst, item_value(old), ovlen);
-            memcpy(dst + ovlen, item_value(it), nvlen + 2);
-        } else {
-            memcpy(dst, item_value(it), nvlen);
-            memcpy(dst + nvlen, item_value(old), ovlen + 2);
-        }
+        concat_fill(joined, old, it, append);
         assoc_lock(hv);
         bool same = still_linked(old, hv);
         if (same) {
-            /* touch/gat change these in place while we were unlocked. */
-            joined->exptime = old->exptime;
-            joined->flags = old->flags;
-            do_item_replace(old, joined, hv);
+            concat_link(joined, old, hv);
         }
         assoc_unlock(hv);
         item_release(joined);
@@ -672,7 +750,7 @@ item_concat(struct item *it, bool append)
             return ITEM_OK;
         }
     }
-    return ITEM_NOT_STORED;
+    return ITEM_NO_MEMORY;
 }
 
 item_status_t
@@ -837,10 +915,17 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             assoc_unlock(hv);
             return ITEM_OK;
         }
+        struct item *nit = item_alloc_nowait(key, nkey, it->flags, it->exptime, vlen);
+        if (nit != NULL) {
+            write_counter(nit, buf, len);
+            do_item_replace(it, nit, hv);
+            assoc_unlock(hv);
+            item_release(nit);
+            return ITEM_OK;
+        }
         pin_locked(it);
         assoc_unlock(hv);
 
-        struct item *nit;
         st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &nit);
         if (st != ITEM_OK) {
             item_release(it);

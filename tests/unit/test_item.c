@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -548,6 +549,64 @@ START_TEST(test_append_while_held)
     expect_value("h", "abcdef");
     item_release(held);
     expect_value("h", "abcdef");
+}
+END_TEST
+
+/*
+ * Appends from many threads to one key all land, in each thread's order.
+ * The value crosses a size class every few appends, and a crossing used
+ * to allocate with the key unlocked: rivals that appended meanwhile made
+ * the round start over, and after four such rounds the append answered
+ * NOT_STORED though the key was there all along.
+ */
+#define APPEND_THREADS 4
+#define APPENDS        200
+#define APPEND_TOKLEN  8
+
+struct append_worker {
+    pthread_t th;
+    int       id;
+    int       failed;           /* appends not answered ITEM_OK */
+};
+
+static void *
+append_worker_run(void *arg)
+{
+    struct append_worker *w = arg;
+    char tok[APPEND_TOKLEN + 1];
+
+    for (int j = 0; j < APPENDS; j++) {
+        snprintf(tok, sizeof(tok), "[%d:%04d]", w->id, j);
+        w->failed += store_op("log", tok, 0, 0, ITEM_OP_APPEND, 0) != ITEM_OK;
+    }
+    return NULL;
+}
+
+START_TEST(test_concurrent_appends_all_land)
+{
+    struct append_worker w[APPEND_THREADS];
+
+    ck_assert_int_eq(set("log", ""), ITEM_OK);
+    for (int i = 0; i < APPEND_THREADS; i++) {
+        w[i] = (struct append_worker){ .id = i };
+        ck_assert_int_eq(pthread_create(&w[i].th, NULL, append_worker_run, &w[i]), 0);
+    }
+    for (int i = 0; i < APPEND_THREADS; i++) {
+        ck_assert_int_eq(pthread_join(w[i].th, NULL), 0);
+        ck_assert_int_eq(w[i].failed, 0);
+    }
+    struct item *it = get("log");
+    ck_assert_ptr_nonnull(it);
+    ck_assert_uint_eq(item_vlen(it), APPEND_THREADS * APPENDS * APPEND_TOKLEN);
+    int next[APPEND_THREADS] = { 0 };
+    for (uint32_t off = 0; off < item_vlen(it); off += APPEND_TOKLEN) {
+        int id, j;
+        ck_assert_int_eq(sscanf(item_value(it) + off, "[%d:%d]", &id, &j), 2);
+        ck_assert(id >= 0 && id < APPEND_THREADS);
+        ck_assert_int_eq(j, next[id]);
+        next[id]++;
+    }
+    item_release(it);
 }
 END_TEST
 
@@ -1321,6 +1380,7 @@ item_suite(void)
     tcase_add_test(tc, test_add_replace);
     tcase_add_test(tc, test_append_prepend);
     tcase_add_test(tc, test_append_while_held);
+    tcase_add_test(tc, test_concurrent_appends_all_land);
     tcase_add_test(tc, test_cas_semantics);
     tcase_add_test(tc, test_cas_increasing);
     tcase_add_test(tc, test_unlink_key_and_touch);
