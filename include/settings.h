@@ -34,7 +34,7 @@
     X(max_conns,       INT,   'c', "conn-limit",          1024,        1,   1048576,     "max simultaneous connections") \
     X(threads,         INT,   't', "threads",             4,           1,   64,          "number of worker threads") \
     X(item_size_max,   SIZE,  'I', "max-item-size",       1048576,     1024, 1073741824, "max item size = slab size (k/m suffix)") \
-    X(factor,          REAL,  'f', "slab-growth-factor",  1.25,        1,   100,         "chunk size growth factor (> 1.0)") \
+    X(factor,          REAL,  'f', "slab-growth-factor",  1.08,        1,   100,         "chunk size growth factor (> 1.0)") \
     X(chunk_min,       INT,   'n', "slab-min-size",       48,          1,   1048576,     "minimum space for key+value+flags") \
     X(cas_disabled,    FLAG,  'C', "disable-cas",         false,       0,   0,           "disable CAS") \
     X(reqs_per_event,  INT,   'R', "max-reqs-per-event",  20,          1,   1000000,     "max requests handled per read event") \
