@@ -135,6 +135,15 @@ uint64_t     slab_class_free(uint8_t cls);
 /* No new slab fits under the memory limit. */
 bool         slab_at_limit(void);
 
+/*
+ * The first slab at or after from that belongs to a class other than
+ * except and has no chunk handed out (nothing to evict: its memory is
+ * free, just carved for the wrong class), or SLAB_ID_NONE. O(1) while no
+ * slab is empty, else a scan of the table. A hint: the slab may be
+ * allocated from before the caller drains it.
+ */
+uint32_t     slab_find_empty(uint8_t except, uint32_t from);
+
 /* Least recent access time of cls's slabs; false if it holds none. */
 bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
 

@@ -30,6 +30,7 @@ struct slab {
     _Atomic bool         draining;  /* being emptied: frees stay off lists */
     _Atomic uint64_t     created_ms;
     _Atomic uint64_t     accessed_ms;
+    _Atomic uint32_t     used;      /* chunks handed out; written under the class lock */
 };
 
 struct slab_class {
@@ -49,6 +50,7 @@ struct slab_class {
 struct slab_arena        slab_arena;
 
 static struct slab_class classes[SLAB_CLASS_MAX + 1];
+static _Atomic uint32_t  nempty;        /* assigned slabs with nothing handed out */
 static uint32_t          class_size[SLAB_CLASS_MAX + 1];  /* dense, for lookup */
 static uint8_t           nclasses;
 static size_t            slab_bytes;
@@ -182,6 +184,7 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
         return SLAB_EINVAL;
     }
     memset(classes, 0, sizeof(classes));
+    atomic_store(&nempty, 0);
     slab_bytes = slab_sz;
     stride = align_up(slab_sz, page);
     stride_shift = log2_exact(stride);
@@ -309,6 +312,22 @@ nfree_add(struct slab_class *c, int delta)
         memory_order_relaxed);
 }
 
+/* Under the class lock: count a chunk of s handed out (+1) or back (-1). */
+static inline void
+slab_used_add(struct slab *s, int delta)
+{
+    uint32_t u = atomic_load_explicit(&s->used, memory_order_relaxed);
+
+    assert(delta > 0 || u > 0);
+    u += (uint32_t)delta;
+    atomic_store_explicit(&s->used, u, memory_order_relaxed);
+    if (u == 0) {
+        atomic_fetch_add_explicit(&nempty, 1, memory_order_relaxed);
+    } else if (u == 1 && delta > 0) {
+        atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
+    }
+}
+
 static void
 freelist_unlink(struct slab_class *c, struct item *it)
 {
@@ -412,6 +431,8 @@ slab_carve(uint8_t cls, uint32_t sid)
     uint64_t now = clock_now_ms();
 
     atomic_store(&s->cls, cls);
+    atomic_store(&s->used, 0);
+    atomic_fetch_add_explicit(&nempty, 1, memory_order_relaxed);
     atomic_store(&s->created_ms, now);
     atomic_store(&s->accessed_ms, now);
     /* Push in reverse so chunks are handed out in address order. */
@@ -468,10 +489,11 @@ slab_alloc(uint8_t cls, uint32_t *sid)
         }
     }
     it = freelist_pop(c);
-    pthread_mutex_unlock(&c->lock);
     if (it != NULL) {
         *sid = slab_sid_of(it);
+        slab_used_add(table_entry(*sid), 1);
     }
+    pthread_mutex_unlock(&c->lock);
     return it;
 }
 
@@ -479,6 +501,7 @@ void
 slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk)
 {
     assert(slab_sid_of(chunk) == sid && slab_cls_of(chunk) == cls);
+    slab_used_add(table_entry(sid), -1);
     if (atomic_load_explicit(&table_entry(sid)->draining, memory_order_relaxed)) {
         item_iflags_reset(chunk, ITEM_FREE);   /* out of reach until detached */
         return;
@@ -605,6 +628,8 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
         item_iflags_reset(it, 0);
     }
     class_remove_slab(c, sid);
+    assert(atomic_load(&s->used) == 0);
+    atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
     atomic_store(&s->cls, 0);
     atomic_store(&s->draining, false);
     c->slabs_evicted++;
@@ -663,6 +688,25 @@ slab_class_slabs(uint8_t cls)
     return atomic_load_explicit(&classes[cls].nslabs, memory_order_relaxed);
 }
 
+
+uint32_t
+slab_find_empty(uint8_t except, uint32_t from)
+{
+    if (atomic_load_explicit(&nempty, memory_order_relaxed) == 0) {
+        return SLAB_ID_NONE;
+    }
+    uint32_t n = slab_table_count();
+    for (uint32_t sid = from; sid < n; sid++) {
+        struct slab *s = table_entry(sid);
+        uint8_t cls = atomic_load_explicit(&s->cls, memory_order_relaxed);
+        if (cls != 0 && cls != except &&
+            atomic_load_explicit(&s->used, memory_order_relaxed) == 0 &&
+            !atomic_load_explicit(&s->draining, memory_order_relaxed)) {
+            return sid;
+        }
+    }
+    return SLAB_ID_NONE;
+}
 
 bool
 slab_class_coldest(uint8_t cls, uint64_t *accessed_ms)

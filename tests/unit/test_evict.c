@@ -441,6 +441,59 @@ START_TEST(test_gate_spares_a_class_s_last_slab_in_use)
 END_TEST
 
 /*
+ * An empty slab of another class is taken before any policy evicts: here
+ * lrc alone would drop the oldest slab (A's first, full of items), and
+ * the gated lrc,lru would have B evict its own items; instead B gets A's
+ * emptied slabs and nothing is evicted.
+ */
+START_TEST(test_empty_slab_taken_before_evicting)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t per = slab_class_perslab(a);
+    char key[32];
+
+    uint32_t n = fill_small("a");
+    ck_assert_uint_eq(slabs_of(a), NSLABS);
+    /* Empty A's last two slabs (slabs 6 and 7): delete their keys. */
+    for (uint32_t i = (NSLABS - 2) * per; i < n; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+    }
+    ck_assert_uint_eq(slab_find_empty(b, 0), NSLABS - 2);
+    ck_assert_int_eq(evict_configure("lrc", 3), 0);
+    /* Fill both slabs' worth of B. */
+    uint32_t perb = slab_class_perslab(b);
+    for (uint32_t i = 0; i < 2 * perb; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), 2);
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 2);
+    struct item_stats is;
+    item_get_stats(&is);
+    ck_assert_uint_eq(is.evictions, 0);
+    /* Every A key outside the emptied slabs is still there. */
+    for (uint32_t i = 0; i < (NSLABS - 2) * per; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        item_release(it);
+    }
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
+    /* Plain lru never moves slabs, empty or not. */
+    for (uint32_t i = 0; i < per; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+    }
+    ck_assert_uint_eq(slab_find_empty(b, 0), 0);
+    ck_assert_int_eq(evict_configure("lru", 3), 0);
+    ck_assert_int_eq(store("b-more", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 2);
+    ck_assert_uint_eq(slab_find_empty(b, 0), 0);
+}
+END_TEST
+
+/*
  * When every slab is some class's only one, just used, and the requesting
  * class holds no slab at all, damping gives way: the set is served (one
  * class loses its slab) rather than refused.
@@ -822,6 +875,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
     tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
     tcase_add_test(tc, test_damping_gives_way_to_a_class_without_slabs);
+    tcase_add_test(tc, test_empty_slab_taken_before_evicting);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);

@@ -449,6 +449,39 @@ START_TEST(test_free_returns_chunks)
 }
 END_TEST
 
+/* A slab counts as empty once every chunk handed out has come back. */
+START_TEST(test_find_empty_slab)
+{
+    uint32_t sid, sid2;
+
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
+    struct item *a = slab_alloc(2, &sid);
+    struct item *b = slab_alloc(2, &sid2);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(sid, sid2);
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
+    slab_free(2, sid, a);
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);    /* b is out */
+    slab_free(2, sid, b);
+    ck_assert_uint_eq(slab_find_empty(0, 0), sid);
+    ck_assert_uint_eq(slab_find_empty(0, sid + 1), SLAB_ID_NONE);
+    ck_assert_uint_eq(slab_find_empty(2, 0), SLAB_ID_NONE);    /* its own class */
+
+    /* A second class's slab, in use: only the first one qualifies. */
+    struct item *c = slab_alloc(3, &sid2);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_ne(sid2, sid);
+    ck_assert_uint_eq(slab_find_empty(3, 0), sid);
+    a = slab_alloc(2, &sid);                    /* in use again */
+    ck_assert_ptr_nonnull(a);
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
+    slab_free(3, sid2, c);
+    ck_assert_uint_eq(slab_find_empty(0, 0), sid2);
+    slab_free(2, sid, a);
+}
+END_TEST
+
 START_TEST(test_free_chunk_reused_at_limit)
 {
     uint8_t last = slab_class_count();
@@ -767,6 +800,7 @@ slab_suite(void)
     tcase_add_test(tc, test_limit_not_multiple_of_slab);
     tcase_add_test(tc, test_set_limit_raises_and_lowers_cap);
     tcase_add_test(tc, test_free_returns_chunks);
+    tcase_add_test(tc, test_find_empty_slab);
     tcase_add_test(tc, test_free_chunk_reused_at_limit);
     tcase_add_test(tc, test_table_append_only_stable);
     tcase_add_test(tc, test_teardown_and_setup_again);
