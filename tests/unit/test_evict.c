@@ -441,6 +441,30 @@ START_TEST(test_gate_spares_a_class_s_last_slab_in_use)
 END_TEST
 
 /*
+ * Gated lrc for a class with no items of its own takes the coldest slab,
+ * not the oldest: the oldest (slab 0) was just read. Ungated lrc stays
+ * FIFO (test_lrc_picks_least_recently_created).
+ */
+START_TEST(test_gated_lrc_spares_a_hot_old_slab_for_an_empty_class)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    char key[32];
+
+    uint32_t n = fill_small("a");
+    usleep(30 * 1000);
+    key_in_slab("a", n, 0, key, sizeof(key));       /* slab 0: oldest, hot */
+    ck_assert_int_eq(evict_configure("lrc,lru", 7), 0);
+    ck_assert_uint_eq(item_class_items(b), 0);
+    ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert_uint_eq(owner(0), a);
+    struct item *it = item_get(key, strlen(key), false, 0, NULL);
+    ck_assert_ptr_nonnull(it);
+    item_release(it);
+}
+END_TEST
+
+/*
  * An empty slab of another class is taken before any policy evicts: here
  * lrc alone would drop the oldest slab (A's first, full of items), and
  * the gated lrc,lru would have B evict its own items; instead B gets A's
@@ -876,6 +900,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
     tcase_add_test(tc, test_damping_gives_way_to_a_class_without_slabs);
     tcase_add_test(tc, test_empty_slab_taken_before_evicting);
+    tcase_add_test(tc, test_gated_lrc_spares_a_hot_old_slab_for_an_empty_class);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_background_evictor_keeps_a_reserve);
     tcase_add_test(tc, test_rebuild_ops_under_memory_pressure);
