@@ -143,6 +143,11 @@ bool         slab_at_limit(void);
  * allocated from before the caller drains it.
  */
 uint32_t     slab_find_empty(uint8_t except, uint32_t from);
+/*
+ * Re-carve slab sid for cls if, checked under its owner's lock, no chunk
+ * of it is handed out; false (and nothing changed) otherwise.
+ */
+bool         slab_move_empty(uint32_t sid, uint8_t cls);
 
 /* Least recent access time of cls's slabs; false if it holds none. */
 bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);

@@ -220,13 +220,9 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
         if (evict_slab_last_in_use(sid)) {
             continue;
         }
-        item_slab_status_t st = item_slab_evict(sid, cls);
-        if (st == ITEM_SLAB_OK) {
+        if (slab_move_empty(sid, cls)) {
             *freed = slab_class_perslab(cls);
             return true;
-        }
-        if (st == ITEM_SLAB_BUSY) {
-            atomic_fetch_add_explicit(&skipped_busy, 1, memory_order_relaxed);
         }
     }
     return false;

@@ -689,6 +689,38 @@ slab_class_slabs(uint8_t cls)
 }
 
 
+bool
+slab_move_empty(uint32_t sid, uint8_t cls)
+{
+    uint8_t owner = slab_lock_owner(sid);
+
+    if (owner == 0) {
+        return false;
+    }
+    struct slab_class *c = &classes[owner];
+    struct slab *s = table_entry(sid);
+    /* Exact here, under the owner's lock: slab_find_empty() was a hint,
+     * and a chunk handed out since may already hold a linked item. */
+    if (owner == cls || atomic_load(&s->draining) || atomic_load(&s->used) != 0) {
+        pthread_mutex_unlock(&c->lock);
+        return false;
+    }
+    for (uint32_t i = 0; i < c->perslab; i++) {
+        struct item *it = chunk_at(c, sid, i);
+        assert(item_iflags(it) & ITEM_FREE);
+        freelist_unlink(c, it);
+        item_iflags_reset(it, 0);
+    }
+    class_remove_slab(c, sid);
+    atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
+    atomic_store(&s->cls, 0);
+    c->slabs_evicted++;
+    pthread_mutex_unlock(&c->lock);
+    /* Unassigned now: nobody else can reach it. */
+    slab_attach(cls, sid);
+    return true;
+}
+
 uint32_t
 slab_find_empty(uint8_t except, uint32_t from)
 {

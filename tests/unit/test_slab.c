@@ -478,6 +478,22 @@ START_TEST(test_find_empty_slab)
     ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
     slab_free(3, sid2, c);
     ck_assert_uint_eq(slab_find_empty(0, 0), sid2);
+
+    /* Moving checks emptiness again under the lock: class 2's slab holds
+     * a, so it stays; class 3's is empty and goes to class 4. */
+    ck_assert(!slab_move_empty(sid, 4));
+    ck_assert_uint_eq(cstats(2).total_pages, 1);
+    ck_assert(!slab_move_empty(sid2, 3));               /* its own class */
+    ck_assert(slab_move_empty(sid2, 4));
+    ck_assert_uint_eq(cstats(3).total_pages, 0);
+    ck_assert_uint_eq(cstats(3).slabs_evicted, 1);
+    ck_assert_uint_eq(cstats(4).total_pages, 1);
+    ck_assert_uint_eq(cstats(4).free_chunks, cstats(4).chunks_per_page);
+    ck_assert_uint_eq(slab_find_empty(0, 0), sid2);     /* empty, now class 4's */
+    c = slab_alloc(4, &sid2);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(slab_find_empty(0, 0), SLAB_ID_NONE);
+    slab_free(4, sid2, c);
     slab_free(2, sid, a);
 }
 END_TEST
