@@ -140,7 +140,7 @@ bool         slab_at_limit(void);
  * except and has no chunk handed out (nothing to evict: its memory is
  * free, just carved for the wrong class), or SLAB_ID_NONE. O(1) while no
  * slab is empty, else a scan of the table. A hint: the slab may be
- * allocated from before the caller drains it.
+ * allocated from before slab_move_empty() looks at it again.
  */
 uint32_t     slab_find_empty(uint8_t except, uint32_t from);
 /*

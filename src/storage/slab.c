@@ -572,6 +572,18 @@ slab_lock_owner(uint32_t sid)
     }
 }
 
+/* Class lock held, every chunk off the free list: unassign the slab. */
+static void
+slab_detach_locked(struct slab_class *c, struct slab *s, uint32_t sid)
+{
+    class_remove_slab(c, sid);
+    assert(atomic_load(&s->used) == 0);
+    atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
+    atomic_store(&s->cls, 0);
+    atomic_store(&s->draining, false);
+    c->slabs_evicted++;
+}
+
 uint8_t
 slab_drain_begin(uint32_t sid)
 {
@@ -627,12 +639,7 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
         assert(item_iflags(it) == ITEM_FREE && item_refcount(it) == 0);
         item_iflags_reset(it, 0);
     }
-    class_remove_slab(c, sid);
-    assert(atomic_load(&s->used) == 0);
-    atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
-    atomic_store(&s->cls, 0);
-    atomic_store(&s->draining, false);
-    c->slabs_evicted++;
+    slab_detach_locked(c, s, sid);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -711,10 +718,7 @@ slab_move_empty(uint32_t sid, uint8_t cls)
         freelist_unlink(c, it);
         item_iflags_reset(it, 0);
     }
-    class_remove_slab(c, sid);
-    atomic_fetch_sub_explicit(&nempty, 1, memory_order_relaxed);
-    atomic_store(&s->cls, 0);
-    c->slabs_evicted++;
+    slab_detach_locked(c, s, sid);
     pthread_mutex_unlock(&c->lock);
     /* Unassigned now: nobody else can reach it. */
     slab_attach(cls, sid);
