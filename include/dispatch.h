@@ -27,6 +27,10 @@ typedef enum dispatch_result {
                                call dispatch_data_done() */
     DISPATCH_SWALLOW,       /* drop ctx->swallow bytes of input */
     DISPATCH_CLOSE,         /* quit: close after flushing output */
+    DISPATCH_MORE_KEYS,     /* a multi-get is not finished: the keys from
+                               ctx->mget.resume on are unanswered (the
+                               output reached ctx->out_limit, or the line
+                               goes on); continue with dispatch_get_keys() */
 } dispatch_result_t;
 
 /* Per-connection dispatch state (embedded in the connection). */
@@ -41,6 +45,18 @@ struct dispatch_ctx {
     uint64_t             cas;
     bool                 noreply;
     uint64_t             swallow;   /* DISPATCH_SWALLOW: bytes to drop */
+    /* A multi-get answers keys only while less than out_limit bytes (and
+     * out_segs_limit pieces) wait to be sent, so its answer never holds
+     * more than one connection's output bound, whatever the line length. */
+    size_t               out_limit;
+    uint32_t             out_segs_limit;
+    struct {
+        proto_cmd_t      cmd;
+        int64_t          exptime;
+        uint64_t         nkeys;     /* keys answered so far */
+        uint64_t         mark;      /* output queue before the first answer */
+        const char      *resume;    /* DISPATCH_MORE_KEYS: next key */
+    } mget;
 };
 
 typedef void (*dispatch_shutdown_fn)(void);
@@ -54,6 +70,26 @@ dispatch_result_t dispatch_request(struct dispatch_ctx *d,
 /* Parse error: queue req->error (unless noreply) and set up swallowing. */
 dispatch_result_t dispatch_error(struct dispatch_ctx *d,
                                  const struct proto_req *req);
+/*
+ * A get line too long to buffer (PROTO_PART, proto_parse_keys) or an
+ * answer paused at the output bound: answer the keys of req (a chunk of
+ * the same line) up to the output bound. Returns DISPATCH_MORE_KEYS with
+ * ctx->mget.resume at the first key left over, or DISPATCH_DONE when
+ * every key of req is answered.
+ */
+dispatch_result_t dispatch_get_keys(struct dispatch_ctx *d,
+                                    const struct proto_req *req);
+/* Start a streamed multi-get with its first chunk (a PROTO_PART request). */
+dispatch_result_t dispatch_get_begin(struct dispatch_ctx *d,
+                                     const struct proto_req *req);
+/*
+ * The line ended: answer END (ERROR if it held no key at all), or, with
+ * error set, take back whatever of the answer is still unsent and reply
+ * the error line instead (as memcached, which answers a multi-get with a
+ * bad key by the error alone; an answer that already outgrew the output
+ * bound was partly sent, and the error line follows it).
+ */
+void dispatch_get_finish(struct dispatch_ctx *d, const char *error);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
 /* The connection is going away mid-command: drop pending state. */

@@ -33,6 +33,8 @@ struct outq {
     uint32_t         head;      /* first segment not fully sent */
     size_t           head_sent; /* bytes of seg[head] already sent */
     size_t           pending;   /* bytes queued, not yet sent */
+    uint64_t         queued;    /* bytes ever queued (outq_mark) */
+    uint64_t         hold;      /* bytes from this mark on wait (outq_hold) */
     void           (*release)(void *ref);
 };
 
@@ -46,6 +48,32 @@ int     outq_add(struct outq *q, const void *p, size_t n);
 int     outq_add_ref(struct outq *q, const void *p, size_t n, void *ref);
 static inline size_t outq_pending(const struct outq *q) { return q->pending; }
 static inline uint32_t outq_segments(const struct outq *q) { return q->nseg - q->head; }
+/*
+ * Take back everything queued since outq_mark() returned `mark`, releasing
+ * its references: how a multi-key answer is replaced by an error line.
+ * Returns -1 (nothing changed) if any of those bytes was already sent.
+ */
+static inline uint64_t outq_mark(const struct outq *q) { return q->queued; }
+int     outq_rollback(struct outq *q, uint64_t mark);
+/*
+ * Keep the bytes queued from `mark` on (an outq_mark() value) from being
+ * written until the hold is lifted with OUTQ_NO_HOLD: an answer that may
+ * still be taken back waits while earlier answers go.
+ */
+#define OUTQ_NO_HOLD UINT64_MAX
+static inline void outq_hold(struct outq *q, uint64_t mark) { q->hold = mark; }
+/* Bytes a write may send now: pending, less what is held. */
+static inline size_t
+outq_sendable(const struct outq *q)
+{
+    uint64_t sent = q->queued - q->pending;
+
+    if (q->hold == OUTQ_NO_HOLD) {
+        return q->pending;
+    }
+    return q->hold <= sent ? 0 : (size_t)(q->hold - sent < q->pending ?
+                                          q->hold - sent : q->pending);
+}
 /* One writev of what is queued: bytes written, or -1 with errno. */
 ssize_t outq_write(struct outq *q, int fd);
 

@@ -15,8 +15,9 @@
 #include <stdint.h>
 
 #define PROTO_KEY_MAX      250   /* longest key memcached accepts */
-#define PROTO_LINE_MAX     2048  /* non-get line without '\n' past this: close */
-#define PROTO_GETLINE_MAX  65536 /* bound for a long multi-get line */
+#define PROTO_LINE_MAX     2048  /* line without '\n' past this: close, or
+                                  * stream it if it is a get (see PROTO_PART) */
+#define PROTO_BINARY_MAGIC 0x80  /* first byte of a binary-protocol request */
 #define PROTO_VALUE_HDR_MAX (PROTO_KEY_MAX + 96) /* "VALUE k f n c\r\n" */
 
 typedef enum proto_cmd {
@@ -50,6 +51,9 @@ typedef enum proto_status {
     PROTO_AGAIN,  /* no complete line yet: read more, call again */
     PROTO_ERROR,  /* line consumed; reply req->error (see req->swallow) */
     PROTO_CLOSE,  /* hostile input (overlong line): close the connection */
+    PROTO_PART,   /* part of a get/gets/gat/gats line too long to wait for:
+                   * req holds its keys complete so far (*consumed covers
+                   * them); continue with proto_parse_keys() */
 } proto_status_t;
 
 /*
@@ -75,6 +79,9 @@ struct proto_req {
     const char *error;     /* PROTO_ERROR: full line without "\r\n" */
     bool        swallow;   /* PROTO_ERROR: a vlen+2 byte data block follows
                             * and must be read and dropped */
+    bool        swallow_line; /* proto_parse_keys: the line ended early
+                            * (a NUL, or an error before its newline): drop
+                            * input through the next '\n' */
 };
 
 /*
@@ -89,6 +96,23 @@ struct proto_req {
  */
 proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
                            size_t *consumed);
+
+/*
+ * Continue a streamed multi-get (after PROTO_PART) on the bytes that follow
+ * what was consumed. A key counts once a space, the newline or a NUL ends
+ * it, so a key split across reads is simply waited for. Returns
+ *   PROTO_PART   more keys (req->keys..keys_end, maybe none); the line goes on;
+ *   PROTO_OK     the last keys: the line ended (*consumed includes its "\n";
+ *                with req->swallow_line, a NUL ended it and the rest of the
+ *                line is still to be dropped);
+ *   PROTO_AGAIN  no complete key yet;
+ *   PROTO_ERROR  a key over PROTO_KEY_MAX (req->error), possibly before the
+ *                newline arrived (req->swallow_line).
+ * Memory stays bounded whatever the line's length: the caller keeps only
+ * the unfinished key (at most PROTO_KEY_MAX bytes).
+ */
+proto_status_t proto_parse_keys(const char *buf, size_t len,
+                                struct proto_req *req, size_t *consumed);
 
 /*
  * Iterate keys of a multi-key request: *cursor starts at req->keys.

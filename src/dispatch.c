@@ -98,42 +98,109 @@ emit_stat(void *ctx, const char *name, const char *value)
 
 /* --- commands ------------------------------------------------------------------ */
 
-static dispatch_result_t
-do_get(struct dispatch_ctx *d, const struct proto_req *req)
+/* One key of a multi-get: look it up, count it, answer it. */
+static void
+get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
 {
-    bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS;
-    bool with_cas = req->cmd == PROTO_CMD_GETS || req->cmd == PROTO_CMD_GATS;
-    rel_time_t exptime = touch ? clock_exptime(req->exptime) : 0;
+    proto_cmd_t cmd = d->mget.cmd;
+    bool touch = cmd == PROTO_CMD_GAT || cmd == PROTO_CMD_GATS;
+    bool with_cas = cmd == PROTO_CMD_GETS || cmd == PROTO_CMD_GATS;
+    rel_time_t exptime = touch ? clock_exptime(d->mget.exptime) : 0;
+    item_miss_t miss;
+    struct item *it = item_get(key, nkey, touch, exptime, &miss);
+
+    STATS_INCR(d->stats, cmd_get);
+    if (touch) {
+        STATS_INCR(d->stats, cmd_touch);
+    }
+    if (it != NULL) {
+        if (touch) {
+            STATS_INCR(d->stats, touch_hits);
+        } else {
+            STATS_INCR(d->stats, get_hits);
+        }
+        reply_value(d, it, with_cas);
+        return;
+    }
+    if (touch) {
+        STATS_INCR(d->stats, touch_misses);
+    } else {
+        STATS_INCR(d->stats, get_misses);
+    }
+    if (miss == ITEM_MISS_EXPIRED) {
+        STATS_INCR(d->stats, get_expired);
+    } else if (miss == ITEM_MISS_FLUSHED) {
+        STATS_INCR(d->stats, get_flushed);
+    }
+}
+
+static bool
+out_full(const struct dispatch_ctx *d)
+{
+    return outq_pending(d->out) > d->out_limit ||
+           outq_segments(d->out) > d->out_segs_limit;
+}
+
+dispatch_result_t
+dispatch_get_keys(struct dispatch_ctx *d, const struct proto_req *req)
+{
     const char *cursor = req->keys, *key;
     size_t nkey;
 
-    while (proto_key_next(&cursor, req->keys_end, &key, &nkey)) {
-        item_miss_t miss;
-        struct item *it = item_get(key, nkey, touch, exptime, &miss);
+    for (;;) {
+        const char *before = cursor;
+        if (!proto_key_next(&cursor, req->keys_end, &key, &nkey)) {
+            return DISPATCH_DONE;
+        }
+        if (out_full(d)) {
+            d->mget.resume = before;
+            return DISPATCH_MORE_KEYS;
+        }
+        get_one(d, key, nkey);
+        d->mget.nkeys++;
+    }
+}
 
-        STATS_INCR(d->stats, cmd_get);
-        if (touch) {
-            STATS_INCR(d->stats, cmd_touch);
-        }
-        if (it != NULL) {
-            if (touch) {
-                STATS_INCR(d->stats, touch_hits);
-            } else {
-                STATS_INCR(d->stats, get_hits);
-            }
-            reply_value(d, it, with_cas);
-            continue;
-        }
-        if (touch) {
-            STATS_INCR(d->stats, touch_misses);
-        } else {
-            STATS_INCR(d->stats, get_misses);
-        }
-        if (miss == ITEM_MISS_EXPIRED) {
-            STATS_INCR(d->stats, get_expired);
-        } else if (miss == ITEM_MISS_FLUSHED) {
-            STATS_INCR(d->stats, get_flushed);
-        }
+static void
+get_start(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    d->mget.cmd = req->cmd;
+    d->mget.exptime = req->exptime;
+    d->mget.nkeys = 0;
+    d->mget.mark = outq_mark(d->out);
+}
+
+dispatch_result_t
+dispatch_get_begin(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    get_start(d, req);
+    if (dispatch_get_keys(d, req) == DISPATCH_DONE) {
+        d->mget.resume = req->keys_end;
+    }
+    return DISPATCH_MORE_KEYS;
+}
+
+void
+dispatch_get_finish(struct dispatch_ctx *d, const char *error)
+{
+    if (error != NULL) {
+        outq_rollback(d->out, d->mget.mark);
+        reply_line(d, error);
+    } else if (d->mget.nkeys == 0 && (d->mget.cmd == PROTO_CMD_GET ||
+                                       d->mget.cmd == PROTO_CMD_GETS)) {
+        reply(d, PROTO_RSP_ERROR);  /* "get" and spaces, as memcached */
+    } else {
+        reply(d, PROTO_RSP_END);
+    }
+}
+
+/* A whole get line (validated up front by the parser). */
+static dispatch_result_t
+do_get(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    get_start(d, req);
+    if (dispatch_get_keys(d, req) == DISPATCH_MORE_KEYS) {
+        return DISPATCH_MORE_KEYS;
     }
     reply(d, PROTO_RSP_END);
     return DISPATCH_DONE;

@@ -7,7 +7,15 @@
  * (values by reference) and leave in one writev per batch.
  *
  * States: CMD (parsing lines), DATA (filling a storage command's item),
- * SWALLOW (dropping a rejected data block), CLOSING.
+ * SWALLOW (dropping a rejected data block), MGET (answering a multi-get
+ * whose line is longer than the read buffer, or whose answer paused at the
+ * output bound, key by key as the line arrives), SWALLOW_LINE (dropping the
+ * rest of a line that already has its answer), CLOSING.
+ *
+ * Memory per connection is bounded whatever the client sends: the read
+ * buffer never grows (a line that may be long is a get, and is consumed as
+ * its keys arrive), and input pauses while the output queue is over its
+ * bound.
  */
 #include "conn.h"
 
@@ -31,18 +39,21 @@
 #include "settings.h"
 #include "stats.h"
 
-#define RBUF_MAX        (PROTO_GETLINE_MAX + 4096)
 #define DIRECT_READ_MIN 4096    /* data blocks this big skip the rbuf */
 
 typedef enum conn_state {
     CONN_CMD,
     CONN_DATA,
     CONN_SWALLOW,
+    CONN_MGET,
+    CONN_SWALLOW_LINE,
     CONN_CLOSING,
 } conn_state_t;
 
+/* memcached's names for the nearest of its states (`stats conns`). */
 static const char *const state_names[] = {
-    "conn_parse_cmd", "conn_nread", "conn_swallow", "conn_closing",
+    "conn_parse_cmd", "conn_nread", "conn_swallow", "conn_parse_cmd",
+    "conn_swallow", "conn_closing",
 };
 
 struct conn {
@@ -61,6 +72,7 @@ struct conn {
     bool                 read_paused;
     bool                 write_pending; /* ev_write is added */
     bool                 yielded;
+    bool                 got_input; /* the first byte has been looked at */
     rel_time_t           last_cmd;
     char                 peer[64];
     struct outq          out;
@@ -112,6 +124,8 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     outq_init(&c->out, dispatch_ref_release);
     c->d.out = &c->out;
     c->d.stats = st;
+    c->d.out_limit = CONN_OUT_HIGH;
+    c->d.out_segs_limit = CONN_OUT_SEGS;
     c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
     c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     c->last_cmd = clock_now();
@@ -198,7 +212,11 @@ conn_list_stats(struct conn_list *list,
 
 /* --- reading ---------------------------------------------------------------- */
 
-/* Make room at the end of rbuf; false if a single line outgrew RBUF_MAX. */
+/*
+ * Make room at the end of rbuf. It never has to grow: whatever is left
+ * unconsumed is a line of at most PROTO_LINE_MAX bytes or an unfinished
+ * key of a streamed get, both far smaller than the buffer.
+ */
 static bool
 conn_rbuf_room(struct conn *c)
 {
@@ -207,20 +225,7 @@ conn_rbuf_room(struct conn *c)
         c->rlen -= c->rpos;
         c->rpos = 0;
     }
-    if (c->rlen < c->rsize) {
-        return true;
-    }
-    if (c->rsize >= RBUF_MAX) {
-        return false;
-    }
-    size_t nsize = c->rsize * 2 > RBUF_MAX ? RBUF_MAX : c->rsize * 2;
-    char *nbuf = realloc(c->rbuf, nsize);
-    if (nbuf == NULL) {
-        return false;
-    }
-    c->rbuf = nbuf;
-    c->rsize = nsize;
-    return true;
+    return c->rlen < c->rsize;
 }
 
 /* One read(). Returns bytes read, 0 if none are ready, -1 to close. */
@@ -252,6 +257,13 @@ conn_read(struct conn *c)
         return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
     }
     STATS_ADD(c->stats, bytes_read, (uint64_t)n);
+    if (!c->got_input) {
+        c->got_input = true;
+        /* No binary protocol yet: fail its clients fast, never hang them. */
+        if ((unsigned char)dst[0] == PROTO_BINARY_MAGIC) {
+            return -1;
+        }
+    }
     if (direct) {
         c->data_got += (uint32_t)n;
     } else {
@@ -278,6 +290,42 @@ conn_apply(struct conn *c, dispatch_result_t r)
     case DISPATCH_CLOSE:
         c->state = CONN_CLOSING;
         break;
+    case DISPATCH_MORE_KEYS:
+        break;                  /* conn_mget_resume() handles it */
+    }
+}
+
+/*
+ * Like memcached, which reads a whole line before it answers, the answer
+ * to a line that is still arriving (a streamed multi-get, or the rest of a
+ * line being dropped) is held back from `mark` on until the line ends: a
+ * bad key later in the line can then still replace it by the error line
+ * alone. Earlier answers go out meanwhile; and when the held answer
+ * reaches the output bound, it goes out too (conn_process).
+ */
+static void
+conn_hold(struct conn *c, uint64_t mark)
+{
+    outq_hold(&c->out, mark);
+}
+
+/* A multi-get goes on: its next key is where dispatch stopped. */
+static void
+conn_mget_resume(struct conn *c)
+{
+    c->rpos = (size_t)(c->d.mget.resume - c->rbuf);
+    c->state = CONN_MGET;
+}
+
+/* After a line's answer: drop what is left of it, or let the answer go. */
+static void
+conn_line_done(struct conn *c, const struct proto_req *req, uint64_t mark)
+{
+    if (req->swallow_line && c->state == CONN_CMD) {
+        c->state = CONN_SWALLOW_LINE;
+        conn_hold(c, mark);
+    } else {
+        conn_hold(c, OUTQ_NO_HOLD);
     }
 }
 
@@ -287,6 +335,8 @@ conn_parse_one(struct conn *c)
 {
     struct proto_req req;
     size_t consumed = 0;
+    dispatch_result_t r;
+    uint64_t mark = outq_mark(&c->out);
 
     switch (proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed)) {
     case PROTO_AGAIN:
@@ -297,14 +347,80 @@ conn_parse_one(struct conn *c)
     case PROTO_ERROR:
         c->rpos += consumed;
         conn_apply(c, dispatch_error(&c->d, &req));
+        conn_line_done(c, &req, mark);
+        return true;
+    case PROTO_PART:
+        c->last_cmd = clock_now();
+        conn_hold(c, mark);
+        dispatch_get_begin(&c->d, &req);
+        conn_mget_resume(c);
         return true;
     case PROTO_OK:
         c->rpos += consumed;
         c->last_cmd = clock_now();
-        conn_apply(c, dispatch_request(&c->d, &req));
+        r = dispatch_request(&c->d, &req);
+        if (r == DISPATCH_MORE_KEYS) {
+            conn_mget_resume(c);
+            return true;
+        }
+        conn_apply(c, r);
+        conn_line_done(c, &req, mark);
         return true;
     }
     return false;
+}
+
+/* The next keys of a multi-get in progress; false when more input is needed. */
+static bool
+conn_mget_step(struct conn *c)
+{
+    struct proto_req req;
+    size_t consumed = 0;
+    proto_status_t st = proto_parse_keys(c->rbuf + c->rpos, c->rlen - c->rpos,
+                                         &req, &consumed);
+
+    switch (st) {
+    case PROTO_AGAIN:
+    case PROTO_CLOSE:
+        return false;
+    case PROTO_ERROR:
+        c->rpos += consumed;
+        dispatch_get_finish(&c->d, req.error);
+        c->state = CONN_CMD;
+        conn_line_done(c, &req, c->out.hold);
+        return true;
+    case PROTO_PART:
+    case PROTO_OK:
+        if (dispatch_get_keys(&c->d, &req) == DISPATCH_MORE_KEYS) {
+            conn_mget_resume(c);
+            return true;
+        }
+        c->rpos += consumed;
+        if (st == PROTO_OK) {
+            dispatch_get_finish(&c->d, NULL);
+            c->state = CONN_CMD;
+            conn_line_done(c, &req, c->out.hold);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Drop input through the end of the current line. */
+static bool
+conn_swallow_line(struct conn *c)
+{
+    const char *p = c->rbuf + c->rpos;
+    const char *nl = memchr(p, '\n', c->rlen - c->rpos);
+
+    if (nl == NULL) {
+        c->rpos = c->rlen;
+        return false;
+    }
+    c->rpos = (size_t)(nl + 1 - c->rbuf);
+    c->state = CONN_CMD;
+    conn_hold(c, OUTQ_NO_HOLD);
+    return true;
 }
 
 /* Move buffered bytes into the pending item or drop them (swallow). */
@@ -347,6 +463,7 @@ conn_process(struct conn *c)
             /* Slow reader: stop taking input until output drains. */
             event_del(c->ev_read);
             c->read_paused = true;
+            conn_hold(c, OUTQ_NO_HOLD);
             break;
         }
         if (c->state == CONN_DATA && c->data_got == c->d.ndata) {
@@ -357,32 +474,35 @@ conn_process(struct conn *c)
         if (c->rpos == c->rlen) {
             break;
         }
-        if (c->state != CONN_CMD) {
-            if (!conn_feed_block(c)) {
+        bool more = false;
+        switch (c->state) {
+        case CONN_DATA:
+        case CONN_SWALLOW:
+            more = conn_feed_block(c);
+            break;
+        case CONN_SWALLOW_LINE:
+            more = conn_swallow_line(c);
+            break;
+        case CONN_CMD:
+        case CONN_MGET:
+            if (handled >= settings.reqs_per_event) {
+                c->yielded = true;
+                STATS_INCR(c->stats, conn_yields);
+                event_active(c->ev_read, EV_READ, 0);
                 break;
             }
-            continue;
-        }
-        if (handled >= settings.reqs_per_event) {
-            c->yielded = true;
-            STATS_INCR(c->stats, conn_yields);
-            event_active(c->ev_read, EV_READ, 0);
+            more = c->state == CONN_CMD ? conn_parse_one(c) : conn_mget_step(c);
+            handled++;
+            break;
+        case CONN_CLOSING:
             break;
         }
-        if (!conn_parse_one(c)) {
+        if (!more) {
             break;
         }
-        handled++;
     }
     if (c->rpos == c->rlen) {
         c->rpos = c->rlen = 0;
-        if (c->rsize > CONN_RBUF_INIT) {
-            char *small = realloc(c->rbuf, CONN_RBUF_INIT);
-            if (small != NULL) {
-                c->rbuf = small;
-                c->rsize = CONN_RBUF_INIT;
-            }
-        }
     }
 }
 
@@ -393,7 +513,7 @@ static bool
 conn_flush(struct conn *c)
 {
     for (;;) {
-        if (outq_pending(&c->out) > 0) {
+        if (outq_sendable(&c->out) > 0) {
             ssize_t n = outq_write(&c->out, c->fd);
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 conn_free(c);
@@ -403,7 +523,7 @@ conn_flush(struct conn *c)
                 STATS_ADD(c->stats, bytes_written, (uint64_t)n);
             }
         }
-        if (outq_pending(&c->out) > 0) {
+        if (outq_sendable(&c->out) > 0) {
             if (c->state == CONN_CLOSING) {
                 conn_free(c);       /* no waiting on a peer we are dropping */
                 return false;

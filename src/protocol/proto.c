@@ -207,28 +207,6 @@ starts_with(const char *p, const char *end, const char *s)
     return (size_t)(end - p) >= n && memcmp(p, s, n) == 0;
 }
 
-/*
- * No newline yet. memcached only keeps buffering past PROTO_LINE_MAX for
- * get/gets (multigets are legitimately long); anything else is junk or an
- * attack, and the connection is dropped.
- */
-static proto_status_t
-incomplete_line(const char *buf, size_t len)
-{
-    const char *p = buf, *end = buf + len;
-
-    if (len <= PROTO_LINE_MAX)
-        return PROTO_AGAIN;
-    while (p < end && *p == ' ')
-        p++;
-    if (p - buf > MC_SPACE_SKIP)
-        return PROTO_CLOSE;
-    if (!starts_with(p, end, "get ") && !starts_with(p, end, "gets "))
-        return PROTO_CLOSE;
-    /* A get line, "\n" included, must fit in PROTO_GETLINE_MAX bytes. */
-    return len < PROTO_GETLINE_MAX ? PROTO_AGAIN : PROTO_CLOSE;
-}
-
 /* Split on ' ' only, keeping at most MC_MAX_TOKENS like memcached does. */
 static void
 tokenize(struct line *ln)
@@ -567,6 +545,139 @@ dispatch(const struct line *ln, struct proto_req *req)
     return fail(req, ERR_ERROR);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Streamed multi-gets                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * memcached buffers a get line of any length before answering it. Here a
+ * get line that outgrows PROTO_LINE_MAX without its newline is answered in
+ * pieces as its keys arrive, so a 4 MB line of 20,000 keys costs a read
+ * buffer, not 4 MB. memcached keeps waiting only for get and gets; gat and
+ * gats are streamed too, since they are the same request with a touch.
+ */
+static const struct {
+    const char *prefix;
+    proto_cmd_t cmd;
+    bool exptime;
+} stream_cmds[] = {
+    {"get ", PROTO_CMD_GET, false},
+    {"gets ", PROTO_CMD_GETS, false},
+    {"gat ", PROTO_CMD_GAT, true},
+    {"gats ", PROTO_CMD_GATS, true},
+};
+
+/*
+ * Keys in buf[from..len) of a line whose newline has not arrived: complete
+ * up to the last space; after it comes an unfinished key, which is waited
+ * for unless it already cannot be a key.
+ */
+static proto_status_t
+stream_keys(const char *buf, const char *from, size_t len,
+            struct proto_req *req, size_t *consumed)
+{
+    const char *end = buf + len, *last = end;
+
+    while (last > from && last[-1] != ' ')
+        last--;
+    if ((size_t)(end - last) > PROTO_KEY_MAX) {
+        *consumed = len;
+        req->swallow_line = true;
+        return fail(req, ERR_FORMAT);
+    }
+    *consumed = (size_t)(last - buf);
+    if (set_keys(from, last, req) != PROTO_OK) {
+        *consumed = len;
+        req->swallow_line = true;
+        return PROTO_ERROR;
+    }
+    return *consumed == 0 ? PROTO_AGAIN : PROTO_PART;
+}
+
+/*
+ * Keys of a streamed line from buf+from on. As for a whole line, a NUL
+ * ends the line early (memcached reads it as a C string) and "\r" before
+ * the newline is not part of the last key.
+ */
+static proto_status_t
+stream_chunk(const char *buf, const char *from, size_t len,
+             struct proto_req *req, size_t *consumed)
+{
+    const char *nl = memchr(from, '\n', len - (size_t)(from - buf));
+    const char *scan_end = nl != NULL ? nl : buf + len;
+    const char *end = memchr(from, '\0', (size_t)(scan_end - from));
+
+    if (end == NULL && nl == NULL)
+        return stream_keys(buf, from, len, req, consumed);
+    *consumed = nl != NULL ? (size_t)(nl - buf) + 1 : len;
+    if (end == NULL) {
+        end = nl;
+        if (end > buf && end[-1] == '\r')
+            end--;
+    } else {
+        req->swallow_line = nl == NULL;
+    }
+    return set_keys(from, end, req);
+}
+
+/*
+ * No newline yet. Past PROTO_LINE_MAX only a get line may go on (in
+ * pieces, see above); anything else is junk or an attack, and the
+ * connection is dropped, as memcached does.
+ */
+static proto_status_t
+incomplete_line(const char *buf, size_t len, struct proto_req *req,
+                size_t *consumed)
+{
+    const char *p = buf, *end = buf + len;
+    size_t i;
+
+    if (len <= PROTO_LINE_MAX)
+        return PROTO_AGAIN;
+    while (p < end && *p == ' ')
+        p++;
+    if (p - buf > MC_SPACE_SKIP)
+        return PROTO_CLOSE;
+    for (i = 0; i < sizeof(stream_cmds) / sizeof(stream_cmds[0]); i++) {
+        if (starts_with(p, end, stream_cmds[i].prefix))
+            break;
+    }
+    if (i == sizeof(stream_cmds) / sizeof(stream_cmds[0]))
+        return PROTO_CLOSE;
+    req->cmd = stream_cmds[i].cmd;
+    p += strlen(stream_cmds[i].prefix);
+    if (stream_cmds[i].exptime) {
+        struct tok t;
+        int32_t exptime;
+
+        while (p < end && *p == ' ')
+            p++;
+        t.p = p;
+        while (p < end && *p != ' ')
+            p++;
+        t.n = (size_t)(p - t.p);
+        if (p == end)
+            return PROTO_CLOSE;     /* a 2 KB exptime is no request */
+        if (!mc_strtol(t, &exptime)) {
+            *consumed = len;
+            req->swallow_line = true;
+            return fail(req, ERR_EXPTIME);
+        }
+        req->exptime = exptime;
+    }
+    proto_status_t st = stream_chunk(buf, p, len, req, consumed);
+    return st == PROTO_AGAIN ? PROTO_PART : st;
+}
+
+proto_status_t
+proto_parse_keys(const char *buf, size_t len, struct proto_req *req,
+                 size_t *consumed)
+{
+    memset(req, 0, sizeof(*req));
+    *consumed = 0;
+    return stream_chunk(buf, buf, len, req, consumed);
+}
+
 proto_status_t
 proto_parse(const char *buf, size_t len, struct proto_req *req,
             size_t *consumed)
@@ -578,7 +689,7 @@ proto_parse(const char *buf, size_t len, struct proto_req *req,
     memset(req, 0, sizeof(*req));
     *consumed = 0;
     if (nl == NULL)
-        return incomplete_line(buf, len);
+        return incomplete_line(buf, len, req, consumed);
     *consumed = (size_t)(nl - buf) + 1;
 
     ln.start = buf;

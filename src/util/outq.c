@@ -20,6 +20,7 @@ outq_init(struct outq *q, void (*release)(void *ref))
 {
     memset(q, 0, sizeof(*q));
     q->release = release;
+    q->hold = OUTQ_NO_HOLD;
 }
 
 static void
@@ -84,6 +85,7 @@ outq_add(struct outq *q, const void *p, size_t n)
     memcpy(q->buf + q->buf_len, p, n);
     q->buf_len += n;
     q->pending += n;
+    q->queued += n;
     return 0;
 }
 
@@ -96,6 +98,39 @@ outq_add_ref(struct outq *q, const void *p, size_t n, void *ref)
     }
     q->seg[q->nseg++] = (struct outq_seg){ p, 0, n, ref };
     q->pending += n;
+    q->queued += n;
+    return 0;
+}
+
+/*
+ * Unsent bytes are always the queue's tail, so taking back the newest n of
+ * them trims segments from the end; a copied segment is the end of buf.
+ */
+int
+outq_rollback(struct outq *q, uint64_t mark)
+{
+    uint64_t n = q->queued - mark;
+
+    if (n > q->pending) {
+        return -1;
+    }
+    while (n > 0) {
+        struct outq_seg *s = &q->seg[q->nseg - 1];
+        size_t cut = s->len < n ? s->len : (size_t)n;
+        s->len -= cut;
+        if (s->ptr == NULL) {
+            q->buf_len -= cut;
+        }
+        n -= cut;
+        q->pending -= cut;
+        q->queued -= cut;
+        if (s->len == 0) {
+            if (s->ref != NULL) {
+                q->release(s->ref);
+            }
+            q->nseg--;
+        }
+    }
     return 0;
 }
 
@@ -140,24 +175,28 @@ outq_advance(struct outq *q, size_t w)
 
 /*
  * writev batches of up to OUTQ_IOV_MAX segments until the queue is empty
- * or the socket takes less than offered (then it is full: stop, rather
- * than spend a syscall on EAGAIN). Usually one call, one writev.
+ * (or only held bytes are left) or the socket takes less than offered
+ * (then it is full: stop, rather than spend a syscall on EAGAIN). Usually
+ * one call, one writev.
  */
 ssize_t
 outq_write(struct outq *q, int fd)
 {
     struct iovec iov[OUTQ_IOV_MAX];
     ssize_t total = 0;
+    size_t allow;
 
-    while (q->head < q->nseg) {
+    while ((allow = outq_sendable(q)) > 0) {
         size_t offered = 0;
         int n = 0;
-        for (uint32_t i = q->head; i < q->nseg && n < OUTQ_IOV_MAX; i++, n++) {
+        for (uint32_t i = q->head; i < q->nseg && n < OUTQ_IOV_MAX &&
+                                   offered < allow; i++, n++) {
             const struct outq_seg *s = &q->seg[i];
             const char *base = s->ptr != NULL ? s->ptr : q->buf + s->off;
             size_t skip = i == q->head ? q->head_sent : 0;
+            size_t len = s->len - skip;
             iov[n].iov_base = (void *)(base + skip);
-            iov[n].iov_len = s->len - skip;
+            iov[n].iov_len = len < allow - offered ? len : allow - offered;
             offered += iov[n].iov_len;
         }
         ssize_t w = writev(fd, iov, n);

@@ -46,6 +46,16 @@ class SkipCheck(Exception):
     """Raised inside a test to mark it skipped (not counted as failure)."""
 
 
+def is_sanitized(path=None):
+    """True when the binary is built with AddressSanitizer, whose allocator
+    (quarantine, redzones) makes RSS figures meaningless."""
+    try:
+        with open(path or server_binary(), "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def slabcache_only():
     """Call at the top of a check that only applies to slabcache."""
     if is_memcached():

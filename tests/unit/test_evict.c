@@ -214,7 +214,15 @@ START_TEST(test_random_uses_every_slab)
             ck_assert(slab_table_info(sid, &info));
             created[sid] = info.created_ms;
         }
-        usleep(6 * 1000);       /* the coarse ms clock must move */
+        /* The coarse ms clock must move past every creation time (on a
+         * loaded machine its ticks can lag a fixed sleep). */
+        uint64_t newest = 0;
+        for (uint32_t sid = 0; sid < NSLABS; sid++) {
+            newest = created[sid] > newest ? created[sid] : newest;
+        }
+        for (int i = 0; i < 1000 && clock_now_ms() <= newest; i++) {
+            usleep(1000);
+        }
         ck_assert_int_eq(evict_run(a, 1, NULL), EVICT_OK);
         int changed = 0;
         for (uint32_t sid = 0; sid < NSLABS; sid++) {

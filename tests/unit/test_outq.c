@@ -119,6 +119,45 @@ START_TEST(test_partial_writes_keep_order)
 }
 END_TEST
 
+START_TEST(test_rollback_takes_back_unsent_tail)
+{
+    struct outq q;
+    int fds[2];
+    char got[256];
+    static const char value[] = "0123456789";
+    uint64_t mark;
+
+    memset(released, 0, sizeof(released));
+    pair(fds, 0);
+    outq_init(&q, release);
+    ck_assert_int_eq(outq_add(&q, "STORED\r\n", 8), 0);
+    mark = outq_mark(&q);
+    /* Coalesces with the copy before the mark, then a reference. */
+    ck_assert_int_eq(outq_add(&q, "VALUE k 0 10\r\n", 14), 0);
+    ck_assert_int_eq(outq_add_ref(&q, value, 10, (void *)(intptr_t)2), 0);
+    ck_assert_int_eq(outq_add(&q, "\r\n", 2), 0);
+    ck_assert_int_eq(outq_rollback(&q, mark), 0);
+    ck_assert_int_eq(released[2], 1);
+    ck_assert_uint_eq(outq_pending(&q), 8);
+    ck_assert_int_eq(outq_add(&q, "ERROR\r\n", 7), 0);
+    ck_assert_int_eq((int)outq_write(&q, fds[0]), 15);
+    ck_assert_uint_eq(drain(fds[1], got, sizeof(got)), 15);
+    ck_assert(memcmp(got, "STORED\r\nERROR\r\n", 15) == 0);
+
+    /* Once a byte after the mark has left, nothing can be taken back. */
+    mark = outq_mark(&q);
+    ck_assert_int_eq(outq_add(&q, "VALUE", 5), 0);
+    ck_assert_int_eq((int)outq_write(&q, fds[0]), 5);
+    ck_assert_int_eq(outq_add(&q, "END\r\n", 5), 0);
+    ck_assert_int_eq(outq_rollback(&q, mark), -1);
+    ck_assert_uint_eq(outq_pending(&q), 5);
+    ck_assert_int_eq(outq_rollback(&q, outq_mark(&q)), 0);
+    outq_free(&q);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
 START_TEST(test_free_releases_unsent)
 {
     struct outq q;
@@ -146,6 +185,7 @@ outq_suite(void)
     tcase_add_test(tc, test_copies_coalesce_and_refs_wait);
     tcase_add_test(tc, test_partial_writes_keep_order);
     tcase_add_test(tc, test_free_releases_unsent);
+    tcase_add_test(tc, test_rollback_takes_back_unsent_tail);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -762,7 +762,7 @@ START_TEST(test_split_feed) {
 END_TEST
 
 START_TEST(test_long_line_limits) {
-    static char buf[PROTO_GETLINE_MAX + 16];
+    static char buf[4096];
     size_t n;
 
     fill(buf, 'x', PROTO_LINE_MAX);
@@ -774,15 +774,130 @@ START_TEST(test_long_line_limits) {
     fill(buf, 'a', n);
     memcpy(buf, "set ", 4);
     ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
+    /* A get line goes on; this one's only key is already too long. */
     memcpy(buf, "get ", 4);
-    ck_assert_int_eq(parse_n(buf, n), PROTO_AGAIN);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_FORMAT);
+    ck_assert(req.swallow_line);
+    ck_assert_uint_eq(used, n);
     memcpy(buf, "gets ", 5);
-    ck_assert_int_eq(parse_n(buf, n), PROTO_AGAIN);
-    /* memcached does not extend the courtesy to gat. */
+    ck_assert_int_eq(parse_n(buf, n), PROTO_ERROR);
+    /* Unlike memcached, gat goes on too; its exptime is checked first. */
+    memcpy(buf, "gat x ", 6);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_EXPTIME);
+    ck_assert(req.swallow_line);
     memcpy(buf, "gat 0 ", 6);
+    ck_assert_int_eq(parse_n(buf, n), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_FORMAT);
+    /* An exptime that is still unfinished after 2 KB is no request. */
+    fill(buf, 'a', n);
+    memcpy(buf, "gat 0", 5);
     ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
     memcpy(buf, "get\r", 4);
     ck_assert_int_eq(parse_n(buf, n), PROTO_CLOSE);
+}
+END_TEST
+
+/* Keys "k0 k1 ..." from buf+len on until past min bytes; returns the length. */
+static size_t keys_line(char *buf, size_t len, size_t min, int *nkeys) {
+    int i = 0;
+
+    while (len < min)
+        len += (size_t)sprintf(buf + len, " k%d", i++);
+    *nkeys = i;
+    return len;
+}
+
+static int count_keys(void) {
+    const char *cur = req.keys, *k;
+    size_t nk;
+    int n = 0;
+
+    while (proto_key_next(&cur, req.keys_end, &k, &nk))
+        n++;
+    return n;
+}
+
+START_TEST(test_stream_get) {
+    static char buf[8192];
+    int nkeys;
+    size_t len = keys_line(buf, (size_t)sprintf(buf, "get"), 3000, &nkeys);
+
+    /* "get k0 ... k(n-1)" without newline: the last key may go on. */
+    ck_assert_int_eq(parse_n(buf, len), PROTO_PART);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_GET);
+    ck_assert_int_eq(count_keys(), nkeys - 1);
+    expect_key("k0");
+    ck_assert_uint_eq(used, (size_t)(strrchr(buf, ' ') + 1 - buf));
+    ck_assert_uint_eq((size_t)(req.keys_end - buf), used);
+
+    len = keys_line(buf, (size_t)sprintf(buf, "gats 77"), 3000, &nkeys);
+    ck_assert_int_eq(parse_n(buf, len), PROTO_PART);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_GATS);
+    ck_assert_int_eq(req.exptime, 77);
+    ck_assert_int_eq(count_keys(), nkeys - 1);
+}
+END_TEST
+
+static proto_status_t keys_n(const char *s, size_t n) {
+    return proto_parse_keys(s, n, &req, &used);
+}
+
+static proto_status_t keys(const char *s) {
+    return keys_n(s, strlen(s));
+}
+
+START_TEST(test_stream_keys) {
+    static char buf[600];
+
+    ck_assert_int_eq(keys("abc"), PROTO_AGAIN);
+    ck_assert_uint_eq(used, 0);
+    ck_assert_int_eq(keys("k3 k4"), PROTO_PART);
+    ck_assert_uint_eq(used, 3);
+    ck_assert_int_eq(count_keys(), 1);
+    expect_key("k3");
+    ck_assert_int_eq(keys("   "), PROTO_PART);
+    ck_assert_uint_eq(used, 3);
+    ck_assert_int_eq(count_keys(), 0);
+    /* The newline ends the last key; "\r" before it is not part of it. */
+    ck_assert_int_eq(keys("k4\r\nget x\r\n"), PROTO_OK);
+    ck_assert_uint_eq(used, 4);
+    expect_key("k4");
+    ck_assert_int_eq(count_keys(), 1);
+    ck_assert(!req.swallow_line);
+    ck_assert_int_eq(keys("\r\n"), PROTO_OK);
+    ck_assert_int_eq(count_keys(), 0);
+    ck_assert_int_eq(keys("\n"), PROTO_OK);
+    ck_assert_uint_eq(used, 1);
+    /* A NUL ends the line early, as in memcached's C-string parse. */
+    ck_assert_int_eq(keys_n("a\0b c\r\n", 7), PROTO_OK);
+    ck_assert_uint_eq(used, 7);
+    ck_assert_int_eq(count_keys(), 1);
+    ck_assert(!req.swallow_line);
+    ck_assert_int_eq(keys_n("a b\0c d", 8), PROTO_OK);
+    ck_assert_int_eq(count_keys(), 2);
+    ck_assert(req.swallow_line);
+    ck_assert_uint_eq(used, 8);
+    /* Keys too long: complete or not, the answer is memcached's error. */
+    fill(buf, 'k', PROTO_KEY_MAX + 1);
+    ck_assert_int_eq(keys(buf), PROTO_ERROR);
+    ck_assert_str_eq(req.error, E_FORMAT);
+    ck_assert(req.swallow_line);
+    ck_assert_uint_eq(used, PROTO_KEY_MAX + 1);
+    fill(buf, 'k', PROTO_KEY_MAX);
+    ck_assert_int_eq(keys(buf), PROTO_AGAIN);
+    strcat(buf, " x\r\n");
+    ck_assert_int_eq(keys(buf), PROTO_OK);
+    fill(buf, 'k', PROTO_KEY_MAX + 1);
+    strcat(buf, " x\r\n");
+    ck_assert_int_eq(keys(buf), PROTO_ERROR);
+    ck_assert(!req.swallow_line);
+    ck_assert_uint_eq(used, strlen(buf));
+    fill(buf, 'k', PROTO_KEY_MAX + 1);
+    strcat(buf, " x y");
+    ck_assert_int_eq(keys(buf), PROTO_ERROR);
+    ck_assert(req.swallow_line);
 }
 END_TEST
 
@@ -792,7 +907,8 @@ START_TEST(test_long_line_spaces) {
     fill(buf, 'k', 3000);
     memset(buf, ' ', 100);
     memcpy(buf + 100, "get ", 4);
-    ck_assert_int_eq(parse_n(buf, 3000), PROTO_AGAIN);
+    /* Taken as a get: its one key is too long, not the leading spaces. */
+    ck_assert_int_eq(parse_n(buf, 3000), PROTO_ERROR);
     fill(buf, 'k', 3000);
     memset(buf, ' ', 101);
     memcpy(buf + 101, "get ", 4);
@@ -802,20 +918,8 @@ START_TEST(test_long_line_spaces) {
 }
 END_TEST
 
-START_TEST(test_getline_max) {
-    static char buf[PROTO_GETLINE_MAX + 16];
-
-    fill(buf, 'k', PROTO_GETLINE_MAX);
-    memcpy(buf, "get ", 4);
-    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX - 1), PROTO_AGAIN);
-    ck_assert_uint_eq(used, 0);
-    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX), PROTO_CLOSE);
-    ck_assert_int_eq(parse_n(buf, PROTO_GETLINE_MAX + 1), PROTO_CLOSE);
-}
-END_TEST
-
 START_TEST(test_long_get_with_newline) {
-    static char buf[PROTO_GETLINE_MAX];
+    static char buf[65536];
     size_t len = 0;
     int i, n = 0;
     const char *cur, *k;
@@ -1022,8 +1126,9 @@ static Suite *proto_suite(void) {
     tcase_add_test(tc, test_req_reset);
     tcase_add_test(tc, test_split_feed);
     tcase_add_test(tc, test_long_line_limits);
+    tcase_add_test(tc, test_stream_get);
+    tcase_add_test(tc, test_stream_keys);
     tcase_add_test(tc, test_long_line_spaces);
-    tcase_add_test(tc, test_getline_max);
     tcase_add_test(tc, test_long_get_with_newline);
     tcase_add_test(tc, test_long_set_with_newline);
     tcase_add_test(tc, test_key_next);
