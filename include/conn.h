@@ -43,6 +43,12 @@ void         conn_free_all(struct conn_list *list);
  */
 void         conn_turn_timing(bool on);
 uint64_t     conn_turn_take(void);
+/*
+ * Close the list's connections that have waited for a command longer than
+ * timeout seconds (-o idle_timeout), counting each in idle_kicks. Only the
+ * list's owning worker may call it.
+ */
+void         conn_kick_idle(struct conn_list *list, uint32_t timeout);
 void         conn_list_stats(struct conn_list *list,
                              void (*emit)(void *, const char *, const char *),
                              void *ctx);

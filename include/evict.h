@@ -111,6 +111,8 @@ void            evict_teardown(void);
 int             evict_configure(const char *list, size_t len);
 /* The current stack as "a,b", NUL-terminated, into buf. */
 void            evict_names(char *buf, size_t cap);
+/* Whether the current stack moves whole slabs (memcached's slab_automove). */
+bool            evict_has_slab_level(void);
 /*
  * Try the stack in order until one policy frees memory for cls; up to
  * batch items for an item-level policy. *freed (may be NULL) receives the

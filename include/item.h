@@ -156,6 +156,7 @@ struct item_class_stats {
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
     uint64_t evicted_by_slab;   /* live items dropped with their slab */
+    uint64_t mem_requested;     /* bytes of its items (header, key, value) */
 };
 
 int   item_setup(bool use_cas);
@@ -195,10 +196,12 @@ typedef enum item_miss {
  */
 struct item  *item_get(const char *key, size_t nkey, bool touch,
                        rel_time_t exptime, item_miss_t *miss);
-item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime);
-item_status_t item_delete(const char *key, size_t nkey);
+/* On ITEM_OK, *cls (may be NULL) is the item's class, for per-class stats. */
+item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime,
+                         uint8_t *cls);
+item_status_t item_delete(const char *key, size_t nkey, uint8_t *cls);
 item_status_t item_arith(const char *key, size_t nkey, bool incr,
-                         uint64_t delta, uint64_t *result);
+                         uint64_t delta, uint64_t *result, uint8_t *cls);
 
 /* flush_all: invalidate items stored before now + delay seconds. */
 void          item_flush(int64_t delay);

@@ -40,6 +40,7 @@
     X(reqs_per_event,  INT,   'R', "max-reqs-per-event",  20,          1,   1000000,     "max requests handled per read event") \
     X(backlog,         INT,   'b', "listen-backlog",      1024,        1,   1048576,     "listen backlog") \
     X(shutdown_ok,     FLAG,  'A', "enable-shutdown",     false,       0,   0,           "enable the shutdown command") \
+    X(flush_disabled,  FLAG,  'F', "disable-flush-all",   false,       0,   0,           "refuse the flush_all command") \
     X(daemonize,       FLAG,  'd', "daemon",              false,       0,   0,           "run as a daemon") \
     X(pid_file,        STR,   'P', "pidfile",             NULL,        0,   0,           "write the process id to this file") \
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
@@ -57,6 +58,7 @@ struct settings {
     bool     bg_evict;          /* -o bg_evict=0|1: background evictor */
     uint32_t bg_reserve;        /* -o bg_evict_reserve=N free chunks/class */
     uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
+    uint32_t idle_timeout;      /* -o idle_timeout=N: close idle conns (0 = never) */
 };
 
 extern struct settings settings;

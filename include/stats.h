@@ -17,12 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Per-thread request counters, in `stats` output order. */
-#define STATS_THREAD_COUNTERS(X) \
+/* Per-thread request counters: the commands, in memcached's `stats` order. */
+#define STATS_GENERAL_COMMANDS(X) \
     X(cmd_get)          \
     X(cmd_set)          \
     X(cmd_flush)        \
     X(cmd_touch)        \
+    X(cmd_meta)         \
     X(get_hits)         \
     X(get_misses)       \
     X(get_expired)      \
@@ -40,14 +41,42 @@
     X(touch_misses)     \
     X(store_too_large)  \
     X(store_no_memory)  \
+    X(auth_cmds)        \
+    X(auth_errors)
+#define STATS_THREAD_COUNTERS(X) \
+    STATS_GENERAL_COMMANDS(X) \
+    X(idle_kicks)       \
     X(bytes_read)       \
     X(bytes_written)    \
     X(conn_yields)
+
+/*
+ * Per-thread, per-class request counters: `stats slabs` shows them as
+ * N:name, as memcached does (monitoring tools such as memcached_exporter
+ * read them). Each is also counted in its global counter above.
+ */
+#define STATS_CLASS_COUNTERS(X) \
+    X(get_hits)         \
+    X(cmd_set)          \
+    X(delete_hits)      \
+    X(incr_hits)        \
+    X(decr_hits)        \
+    X(cas_hits)         \
+    X(cas_badval)       \
+    X(touch_hits)
+#define STATS_CLASSES 256       /* class ids are uint8_t */
+
+struct stats_class {
+#define STATS_FIELD(name) _Atomic uint64_t name;
+    STATS_CLASS_COUNTERS(STATS_FIELD)
+#undef STATS_FIELD
+};
 
 struct stats_thread {
 #define STATS_FIELD(name) _Atomic uint64_t name;
     STATS_THREAD_COUNTERS(STATS_FIELD)
 #undef STATS_FIELD
+    struct stats_class cls[STATS_CLASSES];
 };
 
 /* Owner-only increment: a relaxed load+store, no locked instruction. */
@@ -56,6 +85,7 @@ struct stats_thread {
         atomic_load_explicit(&(st)->field, memory_order_relaxed) + (n),      \
         memory_order_relaxed)
 #define STATS_INCR(st, field) STATS_ADD(st, field, 1)
+#define STATS_CLASS_INCR(st, c, field) STATS_INCR(&(st)->cls[(uint8_t)(c)], field)
 
 /* Connection counters, updated by core. */
 #define STATS_CONN_COUNTERS(X) \
@@ -93,6 +123,9 @@ void  stats_teardown(void);
 /* Register a worker's counters; at most `threads` of them. */
 void  stats_register_thread(struct stats_thread *st);
 void  stats_set_conns_provider(stats_conns_fn fn);
+/* What core reserves: each connection's read buffer, descriptors kept
+ * beyond -c for the server itself (`stats` read_buf_*, reserved_fds). */
+void  stats_set_conn_figures(size_t read_buf_size, uint32_t reserved_fds);
 
 void  stats_conn_open(void);
 void  stats_conn_close(void);

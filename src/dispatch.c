@@ -116,8 +116,10 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
     if (it != NULL) {
         if (touch) {
             STATS_INCR(d->stats, touch_hits);
+            STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
         } else {
             STATS_INCR(d->stats, get_hits);
+            STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
         }
         reply_value(d, it, with_cas);
         return;
@@ -231,6 +233,7 @@ do_update(struct dispatch_ctx *d, const struct proto_req *req)
         d->swallow = (uint64_t)req->vlen + 2;
         return DISPATCH_SWALLOW;
     }
+    STATS_CLASS_INCR(d->stats, slab_cls_of(it), cmd_set);
     d->it = it;
     d->data = item_value(it);
     d->ndata = req->vlen + 2;
@@ -273,8 +276,10 @@ dispatch_data_done(struct dispatch_ctx *d)
         if (d->cmd == PROTO_CMD_CAS) {
             if (st == ITEM_OK) {
                 STATS_INCR(d->stats, cas_hits);
+                STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_hits);
             } else if (st == ITEM_EXISTS) {
                 STATS_INCR(d->stats, cas_badval);
+                STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_badval);
             } else if (st == ITEM_NOT_FOUND) {
                 STATS_INCR(d->stats, cas_misses);
             }
@@ -300,7 +305,9 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
 {
     bool incr = req->cmd == PROTO_CMD_INCR;
     uint64_t value = 0;
-    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value);
+    uint8_t cls = 0;
+    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value,
+                                  &cls);
 
     if (st == ITEM_NOT_FOUND) {
         if (incr) {
@@ -311,8 +318,10 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
     } else if (st == ITEM_OK) {
         if (incr) {
             STATS_INCR(d->stats, incr_hits);
+            STATS_CLASS_INCR(d->stats, cls, incr_hits);
         } else {
             STATS_INCR(d->stats, decr_hits);
+            STATS_CLASS_INCR(d->stats, cls, decr_hits);
         }
     }
     if (req->noreply) {
@@ -334,10 +343,12 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
 static dispatch_result_t
 do_delete(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    item_status_t st = item_delete(req->key, req->nkey);
+    uint8_t cls = 0;
+    item_status_t st = item_delete(req->key, req->nkey, &cls);
 
     if (st == ITEM_OK) {
         STATS_INCR(d->stats, delete_hits);
+        STATS_CLASS_INCR(d->stats, cls, delete_hits);
     } else {
         STATS_INCR(d->stats, delete_misses);
     }
@@ -350,11 +361,14 @@ do_delete(struct dispatch_ctx *d, const struct proto_req *req)
 static dispatch_result_t
 do_touch(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    item_status_t st = item_touch(req->key, req->nkey, clock_exptime(req->exptime));
+    uint8_t cls = 0;
+    item_status_t st = item_touch(req->key, req->nkey, clock_exptime(req->exptime),
+                                  &cls);
 
     STATS_INCR(d->stats, cmd_touch);
     if (st == ITEM_OK) {
         STATS_INCR(d->stats, touch_hits);
+        STATS_CLASS_INCR(d->stats, cls, touch_hits);
     } else {
         STATS_INCR(d->stats, touch_misses);
     }
@@ -364,10 +378,26 @@ do_touch(struct dispatch_ctx *d, const struct proto_req *req)
     return DISPATCH_DONE;
 }
 
+/* -F: memcached refuses before it looks at the delay (and counts it). */
+static bool
+flush_refused(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (!settings.flush_disabled) {
+        return false;
+    }
+    if (!req->noreply) {
+        reply_line(d, "CLIENT_ERROR flush_all not allowed");
+    }
+    return true;
+}
+
 static dispatch_result_t
 do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
 {
     STATS_INCR(d->stats, cmd_flush);
+    if (flush_refused(d, req)) {
+        return DISPATCH_DONE;
+    }
     item_flush(req->has_arg ? req->arg : 0);
     if (!req->noreply) {
         reply(d, PROTO_RSP_OK);
@@ -526,6 +556,13 @@ dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
 dispatch_result_t
 dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    /* A bad delay reached memcached's flush_all handler; ERROR did not. */
+    if (req->cmd == PROTO_CMD_FLUSH_ALL && strcmp(req->error, "ERROR") != 0) {
+        STATS_INCR(d->stats, cmd_flush);
+        if (flush_refused(d, req)) {
+            return DISPATCH_DONE;
+        }
+    }
     if (!req->noreply) {
         reply_line(d, req->error);
     }

@@ -19,6 +19,7 @@
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
+#include "conn.h"
 #include "dispatch.h"
 #include "evict.h"
 #include "item.h"
@@ -59,12 +60,15 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     clock_tick();
 }
 
+/* Descriptors beyond -c: listeners, worker pipes, logs, stdio. */
+#define RESERVED_FDS 64
+
 /* Each connection needs a descriptor: make room for -c of them. */
 static void
 raise_fd_limit(void)
 {
     struct rlimit rl;
-    rlim_t want = (rlim_t)settings.max_conns + 64;
+    rlim_t want = (rlim_t)settings.max_conns + RESERVED_FDS;
 
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
         rl.rlim_cur = want > rl.rlim_max ? rl.rlim_max : want;
@@ -72,6 +76,11 @@ raise_fd_limit(void)
     }
 }
 
+/*
+ * The UNIX socket was created while still root; memcached, which drops
+ * privileges first, creates it as the user it runs as. Without the same
+ * owner the service user could not connect under the default 0700 mask.
+ */
 static int
 drop_privileges(void)
 {
@@ -81,6 +90,12 @@ drop_privileges(void)
     struct passwd *pw = getpwnam(settings.user);
     if (pw == NULL) {
         fprintf(stderr, "slabcache: unknown user '%s'\n", settings.user);
+        return -1;
+    }
+    if (settings.socket_path != NULL &&
+        chown(settings.socket_path, pw->pw_uid, pw->pw_gid) != 0) {
+        fprintf(stderr, "slabcache: cannot give %s to user '%s': %s\n",
+                settings.socket_path, settings.user, strerror(errno));
         return -1;
     }
     if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
@@ -205,6 +220,7 @@ main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
+    stats_set_conn_figures(CONN_RBUF_INIT, RESERVED_FDS);
     if (settings.bg_evict && evict_bg_start(settings.bg_reserve, settings.bg_batch) != 0) {
         fprintf(stderr, "slabcache: cannot start the background evictor\n");
         return EXIT_FAILURE;

@@ -44,7 +44,7 @@ static const char *const ext_ignored[] = {
     "slab_reassign", "slab_automove", "lru_crawler", "no_lru_crawler",
     "lru_maintainer", "no_lru_maintainer", "maxconns_fast", "no_maxconns_fast",
     "modern", "no_modern", "tail_repair_time", "slab_chunk_max",
-    "hash_algorithm", "idle_timeout", "watcher_logbuf_size",
+    "hash_algorithm", "watcher_logbuf_size",
     "worker_logbuf_size", "track_sizes", "no_inline_ascii_resp", NULL
 };
 
@@ -181,6 +181,7 @@ static void set_hashpower(long v)  { settings.hashpower = (uint32_t)v; }
 static void set_bg_evict(long v)   { settings.bg_evict = v != 0; }
 static void set_bg_reserve(long v) { settings.bg_reserve = (uint32_t)v; }
 static void set_bg_batch(long v)   { settings.bg_batch = (uint32_t)v; }
+static void set_idle_timeout(long v) { settings.idle_timeout = (uint32_t)v; }
 
 struct ext_num {
     const char *name;
@@ -193,6 +194,7 @@ static const struct ext_num ext_nums[] = {
     { "bg_evict",         0,  1,       set_bg_evict },
     { "bg_evict_reserve", 1,  1000000, set_bg_reserve },
     { "bg_evict_batch",   1,  10000,   set_bg_batch },
+    { "idle_timeout",     0,  INT32_MAX, set_idle_timeout },
 };
 
 static const struct ext_num *

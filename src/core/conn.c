@@ -75,6 +75,7 @@ struct conn {
     bool                 got_input; /* the first byte has been looked at */
     rel_time_t           last_cmd;
     char                 peer[64];
+    char                 local[64]; /* the listener's address */
     struct outq          out;
     struct dispatch_ctx  d;
 };
@@ -83,28 +84,43 @@ static void conn_on_read(evutil_socket_t fd, short what, void *arg);
 static void conn_release(struct conn *c);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 
+/* memcached's `stats conns` address format: tcp:HOST:PORT, unix:PATH. */
+static void
+conn_format_addr(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "";
+
+    snprintf(out, cap, "unknown");
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(out, cap, "tcp:%s:%u", host, ntohs(sin->sin_port));
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(out, cap, "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
+    } else if (ss->ss_family == AF_UNIX) {
+        snprintf(out, cap, "unix:%s", settings.socket_path);
+    }
+}
+
 static void
 conn_describe_peer(struct conn *c)
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "";
 
-    snprintf(c->peer, sizeof(c->peer), "unknown");
+    memset(&ss, 0, sizeof(ss));
     if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
-        return;
+        ss.ss_family = AF_UNSPEC;
     }
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-        snprintf(c->peer, sizeof(c->peer), "tcp:%s:%u", host, ntohs(sin->sin_port));
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
-        snprintf(c->peer, sizeof(c->peer), "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
-    } else if (ss.ss_family == AF_UNIX) {
-        snprintf(c->peer, sizeof(c->peer), "unix:%s", settings.socket_path);
+    conn_format_addr(&ss, c->peer, sizeof(c->peer));
+    len = sizeof(ss);
+    memset(&ss, 0, sizeof(ss));
+    if (getsockname(c->fd, (struct sockaddr *)&ss, &len) != 0) {
+        ss.ss_family = AF_UNSPEC;
     }
+    conn_format_addr(&ss, c->local, sizeof(c->local));
 }
 
 struct conn *
@@ -192,6 +208,23 @@ conn_free_all(struct conn_list *list)
 }
 
 void
+conn_kick_idle(struct conn_list *list, uint32_t timeout)
+{
+    rel_time_t now = clock_now();
+    struct conn *c = list->head, *next;
+
+    /* Only this thread changes the list, so it is walked unlocked. */
+    for (; c != NULL; c = next) {
+        next = c->next;
+        if (c->state == CONN_CMD && c->rpos == c->rlen &&
+            now - c->last_cmd > timeout) {
+            STATS_INCR(c->stats, idle_kicks);
+            conn_free(c);
+        }
+    }
+}
+
+void
 conn_list_stats(struct conn_list *list,
                 void (*emit)(void *, const char *, const char *), void *ctx)
 {
@@ -201,6 +234,8 @@ conn_list_stats(struct conn_list *list,
     for (struct conn *c = list->head; c != NULL; c = c->next) {
         snprintf(name, sizeof(name), "%d:addr", c->fd);
         emit(ctx, name, c->peer);
+        snprintf(name, sizeof(name), "%d:listen_addr", c->fd);
+        emit(ctx, name, c->local);
         snprintf(name, sizeof(name), "%d:state", c->fd);
         emit(ctx, name, state_names[c->state]);
         snprintf(name, sizeof(name), "%d:secs_since_last_cmd", c->fd);

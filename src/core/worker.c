@@ -4,6 +4,7 @@
  */
 #include "worker.h"
 
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,12 +20,14 @@
 #include "clock.h"
 #include "conn.h"
 #include "log.h"
+#include "settings.h"
 #include "stats.h"
 
 struct worker {
     pthread_t            tid;
     struct event_base   *base;
     struct event        *notify_ev;
+    struct event        *idle_ev;   /* -o idle_timeout: once a second */
     int                  notify_rd;
     int                  notify_wr;
     struct conn_list     conns;
@@ -128,6 +131,16 @@ worker_conns_stats(stats_emit_fn emit, void *ctx)
     }
 }
 
+static void
+worker_on_idle_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    conn_kick_idle(&w->conns, (uint32_t)settings.idle_timeout);
+}
+
 static int
 worker_init(struct worker *w)
 {
@@ -145,6 +158,13 @@ worker_init(struct worker *w)
                              worker_on_notify, w);
     if (w->notify_ev == NULL || event_add(w->notify_ev, NULL) != 0) {
         return -1;
+    }
+    if (settings.idle_timeout > 0) {
+        struct timeval one_sec = { 1, 0 };
+        w->idle_ev = event_new(w->base, -1, EV_PERSIST, worker_on_idle_tick, w);
+        if (w->idle_ev == NULL || event_add(w->idle_ev, &one_sec) != 0) {
+            return -1;
+        }
     }
     stats_register_thread(&w->stats);
     return 0;
@@ -191,6 +211,9 @@ worker_teardown(void)
         conn_free_all(&w->conns);
         if (w->notify_ev != NULL) {
             event_free(w->notify_ev);
+        }
+        if (w->idle_ev != NULL) {
+            event_free(w->idle_ev);
         }
         if (w->base != NULL) {
             event_base_free(w->base);

@@ -198,6 +198,14 @@ stack_has_slab_level(const struct evict_stack *s)
     return false;
 }
 
+bool
+evict_has_slab_level(void)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+
+    return s != NULL && stack_has_slab_level(s);
+}
+
 /*
  * A slab of another class with nothing allocated in it is free memory
  * carved for the wrong size: moving it evicts nothing, so it goes before

@@ -14,6 +14,7 @@
 
 #include "assoc.h"
 #include "clock.h"
+#include "config.h"
 #include "evict.h"
 #include "item.h"
 #include "settings.h"
@@ -28,6 +29,8 @@ static stats_conns_fn       conns_provider;
 static const char          *server_version;
 static const char          *libevent_version;
 static time_t               started;
+static size_t               read_buf_size;
+static uint32_t             reserved_fds;
 
 #define CONN_FIELD(name) static _Atomic uint64_t name;
 STATS_CONN_COUNTERS(CONN_FIELD)
@@ -78,6 +81,13 @@ void
 stats_set_conns_provider(stats_conns_fn fn)
 {
     conns_provider = fn;
+}
+
+void
+stats_set_conn_figures(size_t read_buf, uint32_t reserved)
+{
+    read_buf_size = read_buf;
+    reserved_fds = reserved;
 }
 
 /* connection_structures: the most connections ever allocated at once. */
@@ -158,6 +168,20 @@ sum_threads(struct stats_thread *out)
     }
 }
 
+static void
+sum_class(uint8_t cls, struct stats_class *out)
+{
+    size_t n = atomic_load(&nthreads);
+
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < n; i++) {
+#define SUM_FIELD(name) \
+        atomic_store(&out->name, atomic_load(&out->name) + atomic_load(&threads[i]->cls[cls].name));
+        STATS_CLASS_COUNTERS(SUM_FIELD)
+#undef SUM_FIELD
+    }
+}
+
 /* --- sections ------------------------------------------------------------------ */
 
 struct slab_evict_figures {
@@ -188,10 +212,39 @@ slab_evict_global(struct slab_evict_figures *g)
         struct slab_evict_figures f;
         slab_evict_class(c, &f);
         g->slabs_evicted += f.slabs_evicted;
+        g->slabs_gained += f.slabs_gained;
     }
     g->slab_evict_skipped_busy = evict_skipped_busy();
 }
 
+/* Fields of memcached mechanisms slabcache has no counterpart for (see
+ * notes/compatibility.md): reported as memcached reports them idle. */
+static void
+emit_zeros(stats_emit_fn emit, void *ctx, const char *const *names)
+{
+    for (; *names != NULL; names++) {
+        emit(ctx, *names, "0");
+    }
+}
+
+static const char *const no_resp_objs[] = {
+    "response_obj_oom", "response_obj_count", "response_obj_bytes", NULL
+};
+static const char *const no_page_mover[] = {
+    "slab_reassign_rescues", "slab_reassign_chunk_rescues",
+    "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
+    "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+    "slab_reassign_running", NULL
+};
+static const char *const no_napi[] = {
+    "unexpected_napi_ids", "round_robin_fallback", NULL
+};
+static const char *const no_segmented_lru[] = {
+    "lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+    "direct_reclaims", "lru_bumps_dropped", NULL
+};
+
+/* memcached's `stats`, field for field and in its order, then slabcache's. */
 static void
 emit_general(stats_emit_fn emit, void *ctx)
 {
@@ -216,12 +269,28 @@ emit_general(stats_emit_fn emit, void *ctx)
 #define EMIT_CONN(name) emit_u64(emit, ctx, #name, atomic_load(&name));
     STATS_CONN_COUNTERS(EMIT_CONN)
 #undef EMIT_CONN
+    emit_zeros(emit, ctx, no_resp_objs);
+    /* Every connection owns one fixed read buffer (conn.h). */
+    uint64_t conns = atomic_load(&curr_connections);
+    emit_u64(emit, ctx, "read_buf_count", conns);
+    emit_u64(emit, ctx, "read_buf_bytes", conns * read_buf_size);
+    emit_u64(emit, ctx, "read_buf_bytes_free", 0);
+    emit_u64(emit, ctx, "read_buf_oom", 0);
+    emit_u64(emit, ctx, "reserved_fds", reserved_fds);
 #define EMIT_THREAD(name) emit_u64(emit, ctx, #name, atomic_load(&t.name));
-    STATS_THREAD_COUNTERS(EMIT_THREAD)
-#undef EMIT_THREAD
+    STATS_GENERAL_COMMANDS(EMIT_THREAD)
+    if (settings.idle_timeout > 0) {
+        EMIT_THREAD(idle_kicks)
+    }
+    EMIT_THREAD(bytes_read)
+    EMIT_THREAD(bytes_written)
     emit_u64(emit, ctx, "limit_maxbytes", slab_limit());
     emit_u64(emit, ctx, "accepting_conns", 1);
+    emit_u64(emit, ctx, "listen_disabled_num", 0);
+    emit_u64(emit, ctx, "time_in_listen_disabled_us", 0);
     emit_u64(emit, ctx, "threads", (uint64_t)settings.threads);
+    EMIT_THREAD(conn_yields)
+#undef EMIT_THREAD
     uint64_t buckets = assoc_buckets();
     unsigned power = 0;
     while ((2ull << power) <= buckets) {
@@ -230,17 +299,35 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "hash_power_level", power);
     emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(uint32_t));   /* handles */
     emit_u64(emit, ctx, "hash_is_expanding", 0);
-    emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
-    emit_u64(emit, ctx, "total_malloced", slab_malloced());
+    emit_zeros(emit, ctx, no_page_mover);
+    struct slab_evict_figures g;
+    slab_evict_global(&g);
+    emit_u64(emit, ctx, "slabs_moved", g.slabs_gained);
+    emit_u64(emit, ctx, "lru_crawler_running", 0);
+    emit_u64(emit, ctx, "lru_crawler_starts", 0);
+    emit_u64(emit, ctx, "lru_maintainer_juggles", 0);
+    emit_u64(emit, ctx, "malloc_fails", 0);
+    emit_u64(emit, ctx, "log_worker_dropped", 0);
+    emit_u64(emit, ctx, "log_worker_written", 0);
+    emit_u64(emit, ctx, "log_watcher_skipped", 0);
+    emit_u64(emit, ctx, "log_watcher_sent", 0);
+    emit_u64(emit, ctx, "log_watchers", 0);
+    emit_zeros(emit, ctx, no_napi);
     emit_u64(emit, ctx, "bytes", is.bytes);
     emit_u64(emit, ctx, "curr_items", is.curr_items);
     emit_u64(emit, ctx, "total_items", is.total_items);
+    emit_u64(emit, ctx, "slab_global_page_pool", 0);
     emit_u64(emit, ctx, "expired_unfetched", is.expired_unfetched);
     emit_u64(emit, ctx, "evicted_unfetched", is.evicted_unfetched);
+    emit_u64(emit, ctx, "evicted_active", 0);
     emit_u64(emit, ctx, "evictions", is.evictions);
     emit_u64(emit, ctx, "reclaimed", is.reclaimed);
-    struct slab_evict_figures g;
-    slab_evict_global(&g);
+    emit_u64(emit, ctx, "crawler_reclaimed", 0);
+    emit_u64(emit, ctx, "crawler_items_checked", 0);
+    emit_zeros(emit, ctx, no_segmented_lru);
+    /* slabcache's own. */
+    emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
+    emit_u64(emit, ctx, "total_malloced", slab_malloced());
 #define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
     STATS_SLAB_EVICT_GLOBAL(EMIT_GLOBAL)
 #undef EMIT_GLOBAL
@@ -250,8 +337,53 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "bg_evictor_runs", bg_runs);
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
+    emit_str(emit, ctx, "slabcache_version", PACKAGE_VERSION);
 }
 
+struct fixed_setting {
+    const char *name;
+    const char *value;
+};
+
+/*
+ * Settings of memcached mechanisms slabcache does not have (segmented LRU
+ * and its maintainer, extstore, TLS, NAPI), with the values memcached
+ * shows when they are off or at their defaults: tools that read `stats
+ * settings` find every field (notes/compatibility.md).
+ */
+static const struct fixed_setting lru_fixed[] = {
+    { "lru_maintainer_thread", "no" }, { "lru_segmented", "no" },
+    { "hot_lru_pct", "20" }, { "warm_lru_pct", "40" },
+    { "hot_max_factor", "0.20" }, { "warm_max_factor", "2.00" },
+    { "temp_lru", "no" }, { "temporary_ttl", "61" }, { NULL, NULL },
+};
+static const struct fixed_setting ext_fixed[] = {
+    { "watcher_logbuf_size", "262144" }, { "worker_logbuf_size", "65536" },
+    { "read_buf_mem_limit", "0" }, { "track_sizes", "no" },
+    { "inline_ascii_response", "no" }, { "ext_item_size", "512" },
+    { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" },
+    { "ext_recache_rate", "2000" }, { "ext_wbuf_size", "4194304" },
+    { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
+    { "ext_max_sleep", "1000000" }, { "ext_max_frag", "0.80" },
+    { "slab_automove_freeratio", "0.010" }, { "ext_drop_unread", "no" },
+    { "ssl_enabled", "no" }, { "ssl_chain_cert", "(null)" },
+    { "ssl_key", "(null)" }, { "ssl_verify_mode", "0" },
+    { "ssl_keyformat", "1" }, { "ssl_ciphers", "NULL" },
+    { "ssl_ca_cert", "NULL" }, { "ssl_wbuf_size", "16384" },
+    { "ssl_session_cache", "no" }, { "ssl_kernel_tls", "no" },
+    { "ssl_min_version", "tlsv1.2" }, { "num_napi_ids", "(null)" },
+    { "memory_file", "(null)" }, { NULL, NULL },
+};
+
+static void
+emit_fixed(stats_emit_fn emit, void *ctx, const struct fixed_setting *f)
+{
+    for (; f->name != NULL; f++) {
+        emit(ctx, f->name, f->value);
+    }
+}
+
+/* memcached's `stats settings`, field for field and in its order. */
 static void
 emit_settings(stats_emit_fn emit, void *ctx)
 {
@@ -273,14 +405,35 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "growth_factor", buf);
     emit_u64(emit, ctx, "chunk_size", (uint64_t)settings.chunk_min);
     emit_u64(emit, ctx, "num_threads", (uint64_t)settings.threads);
+    emit_u64(emit, ctx, "num_threads_per_udp", (uint64_t)settings.threads);
+    emit_str(emit, ctx, "stat_key_prefix", ":");
+    emit_str(emit, ctx, "detail_enabled", "no");
     emit_u64(emit, ctx, "reqs_per_event", (uint64_t)settings.reqs_per_event);
     emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
     emit_str(emit, ctx, "binding_protocol", "ascii");
+    emit_str(emit, ctx, "auth_enabled_sasl", "no");
+    emit_str(emit, ctx, "auth_enabled_ascii", "no");
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);
-    emit_u64(emit, ctx, "slab_page_size", slab_size());
+    emit_str(emit, ctx, "maxconns_fast", "yes");
     emit_u64(emit, ctx, "hashpower_init", settings.hashpower);
-    emit_str(emit, ctx, "flush_enabled", "yes");
+    emit_str(emit, ctx, "slab_reassign", "yes");
+    emit_u64(emit, ctx, "slab_automove", evict_has_slab_level() ? 1 : 0);
+    emit_str(emit, ctx, "slab_automove_ratio", "0.80");
+    emit_str(emit, ctx, "slab_automove_window", "30");
+    emit_u64(emit, ctx, "slab_chunk_max", (uint64_t)settings.item_size_max);
+    emit_str(emit, ctx, "lru_crawler", "no");
+    emit_str(emit, ctx, "lru_crawler_sleep", "100");
+    emit_str(emit, ctx, "lru_crawler_tocrawl", "0");
+    emit_str(emit, ctx, "tail_repair_time", "0");
+    emit_str(emit, ctx, "flush_enabled", settings.flush_disabled ? "no" : "yes");
+    emit_str(emit, ctx, "dump_enabled", "no");
+    emit_str(emit, ctx, "hash_algorithm", "murmur3");
+    emit_fixed(emit, ctx, lru_fixed);
+    emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
+    emit_fixed(emit, ctx, ext_fixed);
+    /* slabcache's own. */
+    emit_u64(emit, ctx, "slab_page_size", slab_size());
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
     emit_str(emit, ctx, "bg_evict", settings.bg_evict ? "yes" : "no");
@@ -307,6 +460,11 @@ emit_slabs(stats_emit_fn emit, void *ctx)
         emit_class_u64(emit, ctx, "", c, "used_chunks", s.used_chunks);
         emit_class_u64(emit, ctx, "", c, "free_chunks", s.free_chunks);
         emit_class_u64(emit, ctx, "", c, "free_chunks_end", 0);
+        struct stats_class sc;
+        sum_class(c, &sc);
+#define EMIT_CMD(name) emit_class_u64(emit, ctx, "", c, #name, atomic_load(&sc.name));
+        STATS_CLASS_COUNTERS(EMIT_CMD)
+#undef EMIT_CMD
         struct slab_evict_figures f;
         slab_evict_class(c, &f);
 #define EMIT_CLASS(name) emit_class_u64(emit, ctx, "", c, #name, f.name);
@@ -326,8 +484,20 @@ emit_items(stats_emit_fn emit, void *ctx)
         if (s.number == 0 && s.evicted == 0 && s.outofmemory == 0) {
             continue;
         }
+        /*
+         * memcached's segmented LRU (hot/warm/cold) and its maintainer
+         * thread have no counterpart: one CLOCK per class holds every
+         * item, reported as memcached reports an all-cold class. Fields
+         * of mechanisms slabcache lacks are 0 (notes/compatibility.md).
+         */
         emit_class_u64(emit, ctx, "items:", c, "number", s.number);
+        emit_class_u64(emit, ctx, "items:", c, "number_hot", 0);
+        emit_class_u64(emit, ctx, "items:", c, "number_warm", 0);
+        emit_class_u64(emit, ctx, "items:", c, "number_cold", s.number);
+        emit_class_u64(emit, ctx, "items:", c, "age_hot", 0);
+        emit_class_u64(emit, ctx, "items:", c, "age_warm", 0);
         emit_class_u64(emit, ctx, "items:", c, "age", s.age);
+        emit_class_u64(emit, ctx, "items:", c, "mem_requested", s.mem_requested);
         emit_class_u64(emit, ctx, "items:", c, "evicted", s.evicted);
         emit_class_u64(emit, ctx, "items:", c, "evicted_nonzero", s.evicted_nonzero);
         emit_class_u64(emit, ctx, "items:", c, "evicted_time", s.evicted_time);
@@ -336,6 +506,20 @@ emit_items(stats_emit_fn emit, void *ctx)
         emit_class_u64(emit, ctx, "items:", c, "reclaimed", s.reclaimed);
         emit_class_u64(emit, ctx, "items:", c, "expired_unfetched", s.expired_unfetched);
         emit_class_u64(emit, ctx, "items:", c, "evicted_unfetched", s.evicted_unfetched);
+        static const char *const absent[] = {
+            "evicted_active", "crawler_reclaimed", "crawler_items_checked",
+            "lrutail_reflocked", "moves_to_cold", "moves_to_warm",
+            "moves_within_lru", "direct_reclaims", "hits_to_hot",
+            "hits_to_warm",
+        };
+        for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
+            emit_class_u64(emit, ctx, "items:", c, absent[i], 0);
+        }
+        struct stats_class sc;
+        sum_class(c, &sc);
+        emit_class_u64(emit, ctx, "items:", c, "hits_to_cold",
+                       atomic_load(&sc.get_hits) + atomic_load(&sc.touch_hits));
+        emit_class_u64(emit, ctx, "items:", c, "hits_to_temp", 0);
     }
 }
 
@@ -367,6 +551,11 @@ stats_reset(void)
 #define ZERO_FIELD(name) atomic_store(&threads[i]->name, 0);
         STATS_THREAD_COUNTERS(ZERO_FIELD)
 #undef ZERO_FIELD
+        for (size_t c = 0; c < STATS_CLASSES; c++) {
+#define ZERO_CLASS(name) atomic_store(&threads[i]->cls[c].name, 0);
+            STATS_CLASS_COUNTERS(ZERO_CLASS)
+#undef ZERO_CLASS
+        }
     }
     atomic_store(&total_connections, 0);
     atomic_store(&rejected_connections, 0);

@@ -602,8 +602,16 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
     return it;
 }
 
+static void
+item_report_cls(const struct item *it, uint8_t *cls)
+{
+    if (cls != NULL) {
+        *cls = slab_cls_of(it);
+    }
+}
+
 item_status_t
-item_touch(const char *key, size_t nkey, rel_time_t exptime)
+item_touch(const char *key, size_t nkey, rel_time_t exptime, uint8_t *cls)
 {
     uint32_t hv = hash_key(key, nkey);
     item_status_t st = ITEM_NOT_FOUND;
@@ -613,6 +621,7 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime)
     if (it != NULL) {
         it->exptime = exptime;
         do_item_bump(it);
+        item_report_cls(it, cls);
         st = ITEM_OK;
     }
     assoc_unlock(hv);
@@ -620,7 +629,7 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime)
 }
 
 item_status_t
-item_delete(const char *key, size_t nkey)
+item_delete(const char *key, size_t nkey, uint8_t *cls)
 {
     uint32_t hv = hash_key(key, nkey);
     item_status_t st = ITEM_NOT_FOUND;
@@ -628,6 +637,7 @@ item_delete(const char *key, size_t nkey)
     assoc_lock(hv);
     struct item *it = do_item_find(key, nkey, hv);
     if (it != NULL) {
+        item_report_cls(it, cls);
         do_item_unlink(it, hv);
         st = ITEM_OK;
     }
@@ -638,7 +648,7 @@ item_delete(const char *key, size_t nkey)
 void
 item_unlink_key(const char *key, size_t nkey)
 {
-    (void)item_delete(key, nkey);
+    (void)item_delete(key, nkey, NULL);
 }
 
 /* --- storage commands ----------------------------------------------------------- */
@@ -889,7 +899,7 @@ write_counter(struct item *it, const char *buf, uint32_t len)
  */
 item_status_t
 item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
-           uint64_t *result)
+           uint64_t *result, uint8_t *cls)
 {
     uint32_t hv = hash_key(key, nkey);
     char buf[24];
@@ -907,6 +917,7 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             assoc_unlock(hv);
             return st;
         }
+        item_report_cls(it, cls);
         uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
         if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
             write_counter(it, buf, len);
@@ -1008,6 +1019,7 @@ item_class_stats(uint8_t cls, struct item_class_stats *out)
     out->expired_unfetched = l->expired_unfetched;
     out->evicted_unfetched = l->evicted_unfetched;
     out->evicted_by_slab = l->evicted_by_slab;
+    out->mem_requested = atomic_load_explicit(&l->bytes, memory_order_relaxed);
     slab_unlock(cls);
 }
 

@@ -489,7 +489,7 @@ START_TEST(test_empty_slab_taken_before_evicting)
     /* Empty A's last two slabs (slabs 6 and 7): delete their keys. */
     for (uint32_t i = (NSLABS - 2) * per; i < n; i++) {
         snprintf(key, sizeof(key), "a%u", i);
-        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+        ck_assert_int_eq(item_delete(key, strlen(key), NULL), ITEM_OK);
     }
     ck_assert_uint_eq(slab_find_empty(b, 0), NSLABS - 2);
     ck_assert_int_eq(evict_configure("lrc", 3), 0);
@@ -515,7 +515,7 @@ START_TEST(test_empty_slab_taken_before_evicting)
     /* Plain lru never moves slabs, empty or not. */
     for (uint32_t i = 0; i < per; i++) {
         snprintf(key, sizeof(key), "a%u", i);
-        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+        ck_assert_int_eq(item_delete(key, strlen(key), NULL), ITEM_OK);
     }
     ck_assert_uint_eq(slab_find_empty(b, 0), 0);
     ck_assert_int_eq(evict_configure("lru", 3), 0);
@@ -552,7 +552,7 @@ START_TEST(test_damping_gives_way_to_a_class_without_slabs)
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
         ck_assert_uint_eq(slabs_of(big), 1);
         /* give the slab back for the next round's policy */
-        ck_assert_int_eq(item_delete(key, strlen(key)), ITEM_OK);
+        ck_assert_int_eq(item_delete(key, strlen(key), NULL), ITEM_OK);
         ck_assert_int_eq(evict_configure("none", 4), 0);
         uint32_t sid = SLAB_ID_NONE;
         for (uint32_t s = 0; s < NSLABS; s++) {
@@ -681,7 +681,7 @@ START_TEST(test_rebuild_ops_under_memory_pressure)
         nines[19] = '\0';
         uint64_t v = 0;
         ck_assert_int_eq(store_raw("n", nines, ITEM_OP_SET), ITEM_OK);
-        ck_assert_int_eq(item_arith("n", 1, true, 1, &v), ITEM_OK);
+        ck_assert_int_eq(item_arith("n", 1, true, 1, &v, NULL), ITEM_OK);
         ck_assert_uint_eq(v, 10000000000000000000ull);
         snprintf(grown, sizeof(grown), "%llu\r\n", (unsigned long long)v);
         it = item_get("n", 1, false, 0, NULL);

@@ -403,8 +403,8 @@ START_TEST(test_ref_survives_delete)
     held = get("k");
     ck_assert_ptr_nonnull(held);
     uint8_t cls = slab_cls_of(held);
-    ck_assert_int_eq(item_delete("k", 1), ITEM_OK);
-    ck_assert_int_eq(item_delete("k", 1), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("k", 1, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("k", 1, NULL), ITEM_NOT_FOUND);
     expect_absent("k");
     ck_assert_uint_eq(istats().curr_items, 0);
     ck_assert_uint_eq(item_iflags(held) & ITEM_LINKED, 0);
@@ -459,7 +459,7 @@ START_TEST(test_ref_store_keeps_callers_reference)
     ck_assert_int_eq(make_item("mine", "v1", 2, 0, 0, &it), ITEM_OK);
     ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_uint_eq(item_refcount(it), 2);
-    ck_assert_int_eq(item_delete("mine", 4), ITEM_OK);
+    ck_assert_int_eq(item_delete("mine", 4, NULL), ITEM_OK);
     ck_assert_uint_eq(item_refcount(it), 1);
     assert_item_value(it, "v1");
     item_release(it);
@@ -493,7 +493,7 @@ START_TEST(test_add_replace)
 
     ck_assert_int_eq(store_op("a", "4", 8, 0, ITEM_OP_SET, 0), ITEM_OK);
     expect_value("a", "4");
-    ck_assert_int_eq(item_delete("a", 1), ITEM_OK);
+    ck_assert_int_eq(item_delete("a", 1, NULL), ITEM_OK);
     ck_assert_int_eq(store_op("a", "5", 0, 0, ITEM_OP_REPLACE, 0), ITEM_NOT_STORED);
     ck_assert_int_eq(store_op("a", "6", 0, 0, ITEM_OP_ADD, 0), ITEM_OK);
     expect_value("a", "6");
@@ -630,7 +630,7 @@ START_TEST(test_cas_semantics)
     ck_assert_int_eq(store_op("c", "v3", 0, 0, ITEM_OP_CAS, c1), ITEM_EXISTS);
     expect_value("c", "v2");
 
-    ck_assert_int_eq(item_delete("c", 1), ITEM_OK);
+    ck_assert_int_eq(item_delete("c", 1, NULL), ITEM_OK);
     ck_assert_int_eq(store_op("c", "v4", 0, 0, ITEM_OP_CAS, c2), ITEM_NOT_FOUND);
     expect_absent("c");
 }
@@ -671,10 +671,10 @@ START_TEST(test_nocas_zero)
     ck_assert_int_eq(store_op("a", "3", 0, 0, ITEM_OP_APPEND, 0), ITEM_OK);
     ck_assert_uint_eq(cas_of("a"), 0);
     expect_value("a", "23");
-    ck_assert_int_eq(item_arith("a", 1, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("a", 1, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 24);
     ck_assert_uint_eq(cas_of("a"), 0);
-    ck_assert_int_eq(item_arith("a", 1, true, 100, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("a", 1, true, 100, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 124);
     ck_assert_uint_eq(cas_of("a"), 0);
 }
@@ -688,9 +688,9 @@ START_TEST(test_unlink_key_and_touch)
     item_unlink_key("u", 1);            /* absent: no effect */
     ck_assert_uint_eq(istats().curr_items, 0);
 
-    ck_assert_int_eq(item_touch("t", 1, clock_exptime(10)), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_touch("t", 1, clock_exptime(10), NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(set("t", "1"), ITEM_OK);
-    ck_assert_int_eq(item_touch("t", 1, clock_exptime(10)), ITEM_OK);
+    ck_assert_int_eq(item_touch("t", 1, clock_exptime(10), NULL), ITEM_OK);
     struct item *it = get("t");
     ck_assert_uint_eq(it->exptime, clock_now() + 10);
     item_release(it);
@@ -705,7 +705,7 @@ START_TEST(test_unlink_key_and_touch)
     item_release(it);
 
     /* touch to an already expired time kills it */
-    ck_assert_int_eq(item_touch("t", 1, clock_exptime(-1)), ITEM_OK);
+    ck_assert_int_eq(item_touch("t", 1, clock_exptime(-1), NULL), ITEM_OK);
     item_miss_t miss = ITEM_MISS_NONE;
     ck_assert_ptr_null(item_get("t", 1, false, 0, &miss));
     ck_assert_int_eq(miss, ITEM_MISS_EXPIRED);
@@ -718,28 +718,28 @@ START_TEST(test_arith_basic)
 {
     uint64_t r = 0;
 
-    ck_assert_int_eq(item_arith("n", 1, true, 1, &r), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_arith("n", 1, true, 1, &r, NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(set("n", "10"), ITEM_OK);
-    ck_assert_int_eq(item_arith("n", 1, true, 5, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("n", 1, true, 5, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 15);
     expect_value("n", "15");
-    ck_assert_int_eq(item_arith("n", 1, false, 3, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("n", 1, false, 3, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 12);
     expect_value("n", "12");
-    ck_assert_int_eq(item_arith("n", 1, true, 0, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("n", 1, true, 0, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 12);
     expect_value("n", "12");
 
     /* decr floors at 0 */
     ck_assert_int_eq(set("d", "5"), ITEM_OK);
-    ck_assert_int_eq(item_arith("d", 1, false, 10, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("d", 1, false, 10, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 0);
     expect_value("d", "0");
-    ck_assert_int_eq(item_arith("d", 1, false, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("d", 1, false, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 0);
     expect_value("d", "0");
     ck_assert_int_eq(set("d", "18446744073709551615"), ITEM_OK);
-    ck_assert_int_eq(item_arith("d", 1, false, UINT64_MAX, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("d", 1, false, UINT64_MAX, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 0);
 }
 END_TEST
@@ -749,16 +749,16 @@ START_TEST(test_arith_wrap)
     uint64_t r = 0;
 
     ck_assert_int_eq(set("w", "18446744073709551615"), ITEM_OK);
-    ck_assert_int_eq(item_arith("w", 1, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("w", 1, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 0);
     /* shorter result in place, padded with spaces to the old length */
     expect_value("w", "0                   ");
-    ck_assert_int_eq(item_arith("w", 1, true, 2, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("w", 1, true, 2, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 2);
     ck_assert_int_eq(set("w", "18446744073709551610"), ITEM_OK);
-    ck_assert_int_eq(item_arith("w", 1, true, 10, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("w", 1, true, 10, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 4);
-    ck_assert_int_eq(item_arith("w", 1, true, UINT64_MAX, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("w", 1, true, UINT64_MAX, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 3);
 }
 END_TEST
@@ -772,7 +772,7 @@ START_TEST(test_arith_in_place_padding)
     uint64_t cas_before = item_cas(before);
     item_release(before);
 
-    ck_assert_int_eq(item_arith("p", 1, false, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("p", 1, false, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 99);
     struct item *after = get("p");
     ck_assert_ptr_eq(after, before);            /* rewritten in place */
@@ -782,10 +782,10 @@ START_TEST(test_arith_in_place_padding)
     item_release(after);
 
     /* a padded value still parses and grows back in place */
-    ck_assert_int_eq(item_arith("p", 1, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("p", 1, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 100);
     expect_value("p", "100");
-    ck_assert_int_eq(item_arith("p", 1, false, 95, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("p", 1, false, 95, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 5);
     expect_value("p", "5  ");
     ck_assert_uint_eq(istats().curr_items, 1);
@@ -801,7 +801,7 @@ START_TEST(test_arith_grows_new_item)
     uint64_t cas_before = item_cas(before);
     item_release(before);
 
-    ck_assert_int_eq(item_arith("g", 1, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("g", 1, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 100);
     struct item *after = get("g");
     ck_assert_ptr_ne(after, before);
@@ -812,7 +812,7 @@ START_TEST(test_arith_grows_new_item)
     item_release(after);
     ck_assert_uint_eq(istats().curr_items, 1);
 
-    ck_assert_int_eq(item_arith("g", 1, true, UINT64_MAX - 100, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("g", 1, true, UINT64_MAX - 100, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, UINT64_MAX);
     expect_value("g", "18446744073709551615");
 }
@@ -824,7 +824,7 @@ START_TEST(test_arith_held_not_modified)
 
     ck_assert_int_eq(set("h", "50"), ITEM_OK);
     struct item *held = get("h");
-    ck_assert_int_eq(item_arith("h", 1, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("h", 1, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 51);
     assert_item_value(held, "50");      /* a reader's bytes never change */
     struct item *cur = get("h");
@@ -846,9 +846,9 @@ START_TEST(test_arith_non_numeric)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_int_eq(set("bad", bad[i]), ITEM_OK);
-        ck_assert_msg(item_arith("bad", 3, true, 1, &r) == ITEM_NON_NUMERIC,
+        ck_assert_msg(item_arith("bad", 3, true, 1, &r, NULL) == ITEM_NON_NUMERIC,
                       "incr of '%s' not rejected", bad[i]);
-        ck_assert_msg(item_arith("bad", 3, false, 1, &r) == ITEM_NON_NUMERIC,
+        ck_assert_msg(item_arith("bad", 3, false, 1, &r, NULL) == ITEM_NON_NUMERIC,
                       "decr of '%s' not rejected", bad[i]);
         expect_value("bad", bad[i]);
     }
@@ -856,11 +856,11 @@ START_TEST(test_arith_non_numeric)
 
     /* what memcached's strtoull accepts */
     ck_assert_int_eq(set("ok", " 7"), ITEM_OK);
-    ck_assert_int_eq(item_arith("ok", 2, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("ok", 2, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 8);
     expect_value("ok", "8 ");
     ck_assert_int_eq(set("ok", "007"), ITEM_OK);
-    ck_assert_int_eq(item_arith("ok", 2, true, 1, &r), ITEM_OK);
+    ck_assert_int_eq(item_arith("ok", 2, true, 1, &r, NULL), ITEM_OK);
     ck_assert_uint_eq(r, 8);
     expect_value("ok", "8  ");
 }
@@ -884,13 +884,13 @@ START_TEST(test_expired_immediately)
 
     /* every command treats an expired item as absent */
     ck_assert_int_eq(store_op("e", "v", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
-    ck_assert_int_eq(item_delete("e", 1), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("e", 1, NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(store_op("e", "v", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_int_eq(store_op("e", "w", 0, 0, ITEM_OP_REPLACE, 0), ITEM_NOT_STORED);
     ck_assert_int_eq(store_op("e", "1", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
-    ck_assert_int_eq(item_arith("e", 1, true, 1, &r), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_arith("e", 1, true, 1, &r, NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(store_op("e", "1", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
-    ck_assert_int_eq(item_touch("e", 1, 0), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_touch("e", 1, 0, NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(store_op("e", "1", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_int_eq(store_op("e", "2", 0, 0, ITEM_OP_APPEND, 0), ITEM_NOT_STORED);
     ck_assert_int_eq(store_op("e", "new", 0, 0, ITEM_OP_ADD, 0), ITEM_OK);
@@ -914,7 +914,7 @@ START_TEST(test_expiry_after_sleep)
     ck_assert_int_eq(store_op("touched", "2", 0, clock_exptime(1), ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_int_eq(store_op("forever", "3", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
     expect_value("short", "1");
-    ck_assert_int_eq(item_touch("touched", 7, clock_exptime(100)), ITEM_OK);
+    ck_assert_int_eq(item_touch("touched", 7, clock_exptime(100), NULL), ITEM_OK);
     sleep(2);
     clock_tick();
     ck_assert_ptr_null(item_get("short", 5, false, 0, &miss));
@@ -936,7 +936,7 @@ START_TEST(test_flush_now)
     item_flush(0);
     ck_assert_ptr_null(item_get("a", 1, false, 0, &miss));
     ck_assert_int_eq(miss, ITEM_MISS_FLUSHED);
-    ck_assert_int_eq(item_delete("b", 1), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("b", 1, NULL), ITEM_NOT_FOUND);
     ck_assert_uint_eq(istats().curr_items, 0);
 
     /* stored after the flush (same second): visible */
@@ -976,7 +976,7 @@ START_TEST(test_flush_now_nocas)
     item_flush(0);
     ck_assert_ptr_null(item_get("a", 1, false, 0, &miss));
     ck_assert_int_eq(miss, ITEM_MISS_FLUSHED);
-    ck_assert_int_eq(item_delete("a", 1), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("a", 1, NULL), ITEM_NOT_FOUND);
     ck_assert_uint_eq(istats().curr_items, 0);
 }
 END_TEST
@@ -1125,7 +1125,7 @@ START_TEST(test_none_no_memory)
     /* deleting one makes room for exactly one */
     char k[16];
     evict_key(k, sizeof(k), 3);
-    ck_assert_int_eq(item_delete(k, strlen(k)), ITEM_OK);
+    ck_assert_int_eq(item_delete(k, strlen(k), NULL), ITEM_OK);
     ck_assert_int_eq(store_evict(cap + 1, NULL), ITEM_OK);
     ck_assert_int_eq(store_evict(cap + 2, NULL), ITEM_NO_MEMORY);
 
@@ -1175,7 +1175,7 @@ START_TEST(test_lru_skips_held_reader)
     }
     struct item *held = get("key:00000");
     assert_evict_item(held, 0);
-    ck_assert_int_eq(item_delete("key:00002", 9), ITEM_OK);
+    ck_assert_int_eq(item_delete("key:00002", 9, NULL), ITEM_OK);
     /* overwrite churn: every new chunk must differ from the held one */
     for (unsigned i = cap; i < 3 * cap; i++) {
         struct item *it;
@@ -1208,7 +1208,7 @@ START_TEST(test_lru_held_deleted_item_not_reused)
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
     }
     struct item *held = get("key:00005");
-    ck_assert_int_eq(item_delete("key:00005", 9), ITEM_OK);
+    ck_assert_int_eq(item_delete("key:00005", 9, NULL), ITEM_OK);
     for (unsigned i = cap; i < 3 * cap; i++) {
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
     }

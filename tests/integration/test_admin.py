@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""memcached's operator flags: -F, -o idle_timeout, -s with -u.
+
+Each check passes against Debian's memcached as well.
+
+Run: SLABCACHE=path/to/binary python3 tests/integration/test_admin.py
+"""
+
+import os
+import pwd
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sclib import (Server, Client, test, run_all, check, eq,  # noqa
+                   require_binary, wait_until, SkipCheck, server_binary)
+
+NOT_ALLOWED = "CLIENT_ERROR flush_all not allowed"
+
+
+@test
+def disable_flush_all():
+    with Server("-F") as s, s.client() as c:
+        eq(c.set("k", "v"), "STORED")
+        eq(c.cmd("flush_all"), NOT_ALLOWED)
+        eq(c.cmd("flush_all 0"), NOT_ALLOWED)
+        # refused before the delay is looked at, as memcached does
+        eq(c.cmd("flush_all x"), NOT_ALLOWED)
+        c.send(b"flush_all noreply\r\n")
+        eq(c.cmd("flush_all 1 2 3 4"), "ERROR")
+        eq(c.get("k"), b"v", "nothing flushed")
+        st = c.stats()
+        eq(st["cmd_flush"], "4", "refused flushes are counted")
+        eq(c.stats("settings")["flush_enabled"], "no")
+    with Server() as s, s.client() as c:
+        eq(c.stats("settings")["flush_enabled"], "yes")
+        eq(c.cmd("flush_all"), "OK")
+
+
+@test
+def idle_timeout_closes_idle_connections():
+    with Server("-o", "idle_timeout=1") as s, s.client() as idle:
+        eq(idle.cmd("version")[:8], "VERSION ")
+        check(idle.wait_closed(6.0), "idle connection not closed")
+        with s.client() as c:
+            eq(c.stats()["idle_kicks"], "1", "idle_kicks")
+            eq(c.stats("settings")["idle_timeout"], "1")
+    with Server() as s, s.client() as c:
+        check("idle_kicks" not in c.stats(), "no idle_kicks without -o")
+        eq(c.stats("settings")["idle_timeout"], "0")
+
+
+@test
+def unix_socket_owned_by_the_service_user():
+    if os.getuid() != 0:
+        raise SkipCheck("needs root to start with -u")
+    user = pwd.getpwnam("nobody")
+    with tempfile.TemporaryDirectory() as d:
+        os.chmod(d, 0o777)      # memcached creates it as nobody
+        path = os.path.join(d, "sc.sock")
+        proc = subprocess.Popen([server_binary(), "-s", path, "-u", "nobody"],
+                                stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            check(wait_until(lambda: os.path.exists(path), 5.0),
+                  "socket not created")
+            st = os.stat(path)
+            eq(st.st_uid, user.pw_uid, "socket owner")
+            eq(oct(st.st_mode & 0o777), oct(0o700), "default mask")
+            # the service user itself can connect
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.setgid(user.pw_gid)
+                    os.setuid(user.pw_uid)
+                    u = socket.socket(socket.AF_UNIX)
+                    u.settimeout(3)
+                    u.connect(path)
+                    u.sendall(b"version\r\n")
+                    code = 0 if u.recv(100).startswith(b"VERSION ") else 2
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            eq(os.WEXITSTATUS(status), 0, "nobody connects to the socket")
+        finally:
+            proc.terminate()
+            proc.wait(5)
+
+
+if __name__ == "__main__":
+    require_binary()
+    run_all()
