@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "item.h"
 #include "proto.h"
 
 struct item;
@@ -31,6 +32,9 @@ typedef enum dispatch_result {
                                ctx->mget.resume on are unanswered (the
                                output reached ctx->out_limit, or the line
                                goes on); continue with dispatch_get_keys() */
+    DISPATCH_MORE_DUMP,     /* a key dump (lru_crawler metadump, stats
+                               cachedump) goes on: call dispatch_dump_more()
+                               while the output queue has room */
 } dispatch_result_t;
 
 /* Per-connection dispatch state (embedded in the connection). */
@@ -57,6 +61,12 @@ struct dispatch_ctx {
         uint64_t         mark;      /* output queue before the first answer */
         const char      *resume;    /* DISPATCH_MORE_KEYS: next key */
     } mget;
+    struct {
+        bool             meta;      /* metadump lines, else cachedump's */
+        uint64_t         classes[4]; /* class ids to walk (bit set) */
+        uint64_t         left;      /* cachedump limit; 0 = no limit */
+        struct item_cursor cur;
+    } dump;
 };
 
 typedef void (*dispatch_shutdown_fn)(void);
@@ -90,6 +100,12 @@ dispatch_result_t dispatch_get_begin(struct dispatch_ctx *d,
  * bound was partly sent, and the error line follows it).
  */
 void dispatch_get_finish(struct dispatch_ctx *d, const char *error);
+/*
+ * Write the next piece of a key dump: until the output bound or a batch
+ * of items (so other connections get their turn). DISPATCH_DONE once
+ * "END" is queued, else DISPATCH_MORE_DUMP.
+ */
+dispatch_result_t dispatch_dump_more(struct dispatch_ctx *d);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
 /* The connection is going away mid-command: drop pending state. */

@@ -229,6 +229,38 @@ item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
 /* Items linked in class cls now. */
 uint64_t      item_class_items(uint8_t cls);
 
+/*
+ * Walking the live items (lru_crawler metadump, stats cachedump): a cursor
+ * over the slab table, resumable between calls so a dump of any size is
+ * written in pieces as the client reads it. Items stored or moved during
+ * the walk may be missed; none is reported twice unless its slab is
+ * re-carved under the cursor.
+ */
+struct item_cursor {
+    uint32_t sid;
+    uint32_t idx;
+};
+
+struct item_dump {
+    char       key[256];
+    uint8_t    nkey;
+    uint8_t    cls;
+    bool       fetched;
+    rel_time_t exptime;         /* 0 = never */
+    rel_time_t time;            /* last store (the CLOCK's access time) */
+    uint64_t   cas;
+    uint32_t   vlen;            /* value bytes */
+    size_t     total;           /* header + key + value */
+};
+
+/*
+ * The next live item of a class in `classes` (a 256-bit set indexed by
+ * class id) at or after *cur, copied under its partition lock; false when
+ * the walk is over. Advances *cur past it.
+ */
+bool          item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
+                             struct item_dump *out);
+
 void          item_get_stats(struct item_stats *out);
 void          item_class_stats(uint8_t cls, struct item_class_stats *out);
 void          item_reset_stats(void);

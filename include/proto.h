@@ -44,6 +44,7 @@ typedef enum proto_cmd {
     PROTO_CMD_CACHE_MEMLIMIT,
     PROTO_CMD_STATS,
     PROTO_CMD_CONFIG,         /* slabcache's "config <name> <value...>" */
+    PROTO_CMD_LRU_CRAWLER,    /* "lru_crawler <sub> ...": sub in req->sub */
 } proto_cmd_t;
 
 typedef enum proto_status {
@@ -161,6 +162,16 @@ size_t proto_compose_uint(char *buf, size_t cap, uint64_t v); /* "v\r\n" */
 size_t proto_compose_stat(char *buf, size_t cap, const char *name,
                           const char *value);            /* "STAT n v\r\n" */
 size_t proto_compose_line(char *buf, size_t cap, const char *text); /* "t\r\n" */
+/* One `lru_crawler metadump` line (ends in "\n" only, as memcached's):
+ * "key=K exp=E la=L cas=C fetch=yes|no cls=N size=S"; the key is
+ * URI-encoded, exp is -1 for never. */
+size_t proto_compose_metadump(char *buf, size_t cap, const char *key,
+                              size_t nkey, int64_t exp, uint64_t la,
+                              uint64_t cas, bool fetched, unsigned cls,
+                              uint64_t size);
+/* One `stats cachedump` line: "ITEM K [V b; E s]\r\n". */
+size_t proto_compose_cachedump(char *buf, size_t cap, const char *key,
+                               size_t nkey, uint32_t vlen, uint64_t exp);
 
 /* Bounded decimal parsers (no locale, no strtol): whole string must match. */
 bool proto_parse_u64(const char *s, size_t n, uint64_t *out);

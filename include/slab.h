@@ -127,6 +127,9 @@ void         slab_drain_finish(uint8_t cls, uint32_t sid);
 uint32_t     slab_class_perslab(uint8_t cls);
 bool         slab_draining(uint32_t sid);
 struct item *slab_chunk(uint32_t sid, uint32_t idx);
+/* Chunk idx of slab sid carved for class cls (which may have changed since:
+ * the caller validates what it finds there). */
+struct item *slab_chunk_in(uint32_t sid, uint8_t cls, uint32_t idx);
 /* Carve an unassigned slab for cls (takes the class lock). */
 void         slab_attach(uint8_t cls, uint32_t sid);
 

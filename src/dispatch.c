@@ -461,6 +461,138 @@ do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
     return DISPATCH_DONE;
 }
 
+/* --- key dumps ------------------------------------------------------------- */
+
+#define DUMP_BATCH 256          /* items per turn of a dump */
+
+dispatch_result_t
+dispatch_dump_more(struct dispatch_ctx *d)
+{
+    struct item_dump it;
+    char line[PROTO_KEY_MAX * 3 + 160];
+
+    for (int n = 0; n < DUMP_BATCH && !out_full(d); n++) {
+        if (!item_dump_next(&d->dump.cur, d->dump.classes, &it)) {
+            reply(d, PROTO_RSP_END);
+            return DISPATCH_DONE;
+        }
+        size_t len;
+        if (d->dump.meta) {
+            len = proto_compose_metadump(line, sizeof(line), it.key, it.nkey,
+                                         it.exptime ? (int64_t)clock_unix(it.exptime) : -1,
+                                         (uint64_t)clock_unix(it.time), it.cas,
+                                         it.fetched, it.cls, it.total);
+        } else {
+            len = proto_compose_cachedump(line, sizeof(line), it.key, it.nkey,
+                                          it.vlen, it.exptime ?
+                                          (uint64_t)clock_unix(it.exptime) : 0);
+        }
+        outq_add(d->out, line, len);
+        if (d->dump.left > 0 && --d->dump.left == 0) {
+            reply(d, PROTO_RSP_END);
+            return DISPATCH_DONE;
+        }
+    }
+    return DISPATCH_MORE_DUMP;
+}
+
+static dispatch_result_t
+dump_start(struct dispatch_ctx *d, bool meta, uint64_t left)
+{
+    d->dump.meta = meta;
+    d->dump.left = left;
+    d->dump.cur = (struct item_cursor){ 0, 0 };
+    return dispatch_dump_more(d);
+}
+
+static void
+dump_select(struct dispatch_ctx *d, unsigned cls)
+{
+    d->dump.classes[cls / 64] |= 1ull << (cls % 64);
+}
+
+/*
+ * "all", "hash" (the same walk: every item once) or "1,2,...". A class id
+ * past the last class is refused (BADCLASS), as memcached refuses one
+ * past its own.
+ */
+static bool
+dump_classes(struct dispatch_ctx *d, const char *arg, size_t n)
+{
+    memset(d->dump.classes, 0, sizeof(d->dump.classes));
+    if ((n == 3 && memcmp(arg, "all", 3) == 0) ||
+        (n == 4 && memcmp(arg, "hash", 4) == 0)) {
+        for (unsigned c = 1; c <= slab_class_count(); c++) {
+            dump_select(d, c);
+        }
+        return true;
+    }
+    const char *p = arg, *end = arg + n;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma != NULL ? comma : end;
+        uint64_t c;
+        if (!proto_parse_u64(p, (size_t)(stop - p), &c) || c == 0 ||
+            c > slab_class_count()) {
+            return false;
+        }
+        dump_select(d, (unsigned)c);
+        p = comma != NULL ? comma + 1 : end;
+    }
+    return true;
+}
+
+/* "lru_crawler metadump <classes>": memcached-tool's and memcdump's dump. */
+static dispatch_result_t
+do_lru_crawler(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const char *cursor = req->sub, *end = req->sub + req->nsub;
+    const char *sub, *arg;
+    size_t nsub, narg;
+
+    if (!proto_key_next(&cursor, end, &sub, &nsub) ||
+        nsub != 8 || memcmp(sub, "metadump", 8) != 0 ||
+        !proto_key_next(&cursor, end, &arg, &narg)) {
+        reply(d, PROTO_RSP_ERROR);
+        return DISPATCH_DONE;
+    }
+    if (!dump_classes(d, arg, narg)) {
+        reply_line(d, "BADCLASS invalid class id");
+        return DISPATCH_DONE;
+    }
+    return dump_start(d, true, 0);
+}
+
+/* "stats cachedump <class> <limit>" (limit 0: every item). */
+static dispatch_result_t
+do_cachedump(struct dispatch_ctx *d, const char *cursor, const char *end)
+{
+    const char *w;
+    size_t nw;
+    uint64_t cls, limit;
+
+    if (!proto_key_next(&cursor, end, &w, &nw)) {
+        reply_line(d, "CLIENT_ERROR bad command line");
+        return DISPATCH_DONE;
+    }
+    bool cls_ok = proto_parse_u64(w, nw, &cls);
+    if (!proto_key_next(&cursor, end, &w, &nw)) {
+        reply_line(d, "CLIENT_ERROR bad command line");
+        return DISPATCH_DONE;
+    }
+    if (!cls_ok || !proto_parse_u64(w, nw, &limit)) {
+        reply(d, PROTO_RSP_BAD_FORMAT);
+        return DISPATCH_DONE;
+    }
+    if (cls == 0 || cls > slab_class_count()) {
+        reply_line(d, "CLIENT_ERROR Illegal slab id");
+        return DISPATCH_DONE;
+    }
+    memset(d->dump.classes, 0, sizeof(d->dump.classes));
+    dump_select(d, (unsigned)cls);
+    return dump_start(d, false, limit);
+}
+
 /* Like memcached, only the first word after "stats" picks the section. */
 static dispatch_result_t
 do_stats(struct dispatch_ctx *d, const struct proto_req *req)
@@ -469,6 +601,9 @@ do_stats(struct dispatch_ctx *d, const struct proto_req *req)
     size_t nword = 0;
 
     proto_key_next(&cursor, req->sub + req->nsub, &word, &nword);
+    if (nword == 9 && memcmp(word, "cachedump", 9) == 0) {
+        return do_cachedump(d, cursor, req->sub + req->nsub);
+    }
     if (nword == 5 && memcmp(word, "reset", 5) == 0) {
         stats_reset();
         reply(d, PROTO_RSP_RESET);
@@ -536,6 +671,7 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_CACHE_MEMLIMIT: return do_memlimit;
     case PROTO_CMD_STATS:          return do_stats;
     case PROTO_CMD_CONFIG:         return do_config;
+    case PROTO_CMD_LRU_CRAWLER:    return do_lru_crawler;
     case PROTO_CMD_NONE:           break;
     }
     return NULL;

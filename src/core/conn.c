@@ -10,7 +10,8 @@
  * SWALLOW (dropping a rejected data block), MGET (answering a multi-get
  * whose line is longer than the read buffer, or whose answer paused at the
  * output bound, key by key as the line arrives), SWALLOW_LINE (dropping the
- * rest of a line that already has its answer), CLOSING.
+ * rest of a line that already has its answer), DUMP (writing a key dump
+ * piece by piece as the client reads it), CLOSING.
  *
  * Memory per connection is bounded whatever the client sends: the read
  * buffer never grows (a line that may be long is a get, and is consumed as
@@ -47,13 +48,14 @@ typedef enum conn_state {
     CONN_SWALLOW,
     CONN_MGET,
     CONN_SWALLOW_LINE,
+    CONN_DUMP,
     CONN_CLOSING,
 } conn_state_t;
 
 /* memcached's names for the nearest of its states (`stats conns`). */
 static const char *const state_names[] = {
     "conn_parse_cmd", "conn_nread", "conn_swallow", "conn_parse_cmd",
-    "conn_swallow", "conn_closing",
+    "conn_swallow", "conn_write", "conn_closing",
 };
 
 struct conn {
@@ -327,6 +329,9 @@ conn_apply(struct conn *c, dispatch_result_t r)
         break;
     case DISPATCH_MORE_KEYS:
         break;                  /* conn_mget_resume() handles it */
+    case DISPATCH_MORE_DUMP:
+        c->state = CONN_DUMP;
+        break;
     }
 }
 
@@ -506,6 +511,19 @@ conn_process(struct conn *c)
             c->state = CONN_CMD;
             continue;
         }
+        if (c->state == CONN_DUMP) {
+            /* Input waits while a dump is written, like any answer. */
+            if (handled++ >= settings.reqs_per_event) {
+                c->yielded = true;
+                STATS_INCR(c->stats, conn_yields);
+                event_active(c->ev_read, EV_READ, 0);
+                break;
+            }
+            if (dispatch_dump_more(&c->d) == DISPATCH_DONE) {
+                c->state = CONN_CMD;
+            }
+            continue;
+        }
         if (c->rpos == c->rlen) {
             break;
         }
@@ -517,6 +535,8 @@ conn_process(struct conn *c)
             break;
         case CONN_SWALLOW_LINE:
             more = conn_swallow_line(c);
+            break;
+        case CONN_DUMP:
             break;
         case CONN_CMD:
         case CONN_MGET:

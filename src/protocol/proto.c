@@ -506,6 +506,7 @@ static const struct {
     {"cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT, parse_memlimit},
     {"stats", PROTO_CMD_STATS, parse_rest},
     {"config", PROTO_CMD_CONFIG, parse_rest},
+    {"lru_crawler", PROTO_CMD_LRU_CRAWLER, parse_rest},
 };
 
 /*
@@ -868,5 +869,68 @@ proto_compose_line(char *buf, size_t cap, const char *text)
     struct out o = {buf, cap, 0, false};
 
     out_str(&o, text);
+    return out_done(&o);
+}
+
+/* memcached's uriencode(): all but [A-Za-z0-9._~-] becomes %XX. */
+static void
+out_uri(struct out *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+            (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' ||
+            c == '-') {
+            out_mem(o, s + i, 1);
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            out_mem(o, e, 3);
+        }
+    }
+}
+
+size_t
+proto_compose_metadump(char *buf, size_t cap, const char *key, size_t nkey,
+                       int64_t exp, uint64_t la, uint64_t cas, bool fetched,
+                       unsigned cls, uint64_t size)
+{
+    struct out o = {buf, cap, 0, false};
+
+    out_mem(&o, "key=", 4);
+    out_uri(&o, key, nkey);
+    out_mem(&o, " exp=", 5);
+    if (exp < 0) {
+        out_mem(&o, "-1", 2);
+    } else {
+        out_u64(&o, (uint64_t)exp);
+    }
+    out_mem(&o, " la=", 4);
+    out_u64(&o, la);
+    out_mem(&o, " cas=", 5);
+    out_u64(&o, cas);
+    out_str(&o, fetched ? " fetch=yes" : " fetch=no");
+    out_mem(&o, " cls=", 5);
+    out_u64(&o, cls);
+    out_mem(&o, " size=", 6);
+    out_u64(&o, size);
+    out_mem(&o, "\n", 1);
+    return o.overflow ? 0 : o.len;
+}
+
+size_t
+proto_compose_cachedump(char *buf, size_t cap, const char *key, size_t nkey,
+                        uint32_t vlen, uint64_t exp)
+{
+    struct out o = {buf, cap, 0, false};
+
+    out_mem(&o, "ITEM ", 5);
+    out_mem(&o, key, nkey);
+    out_mem(&o, " [", 2);
+    out_u64(&o, vlen);
+    out_mem(&o, " b; ", 4);
+    out_u64(&o, exp);
+    out_mem(&o, " s]", 3);
     return out_done(&o);
 }

@@ -427,7 +427,7 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "lru_crawler_tocrawl", "0");
     emit_str(emit, ctx, "tail_repair_time", "0");
     emit_str(emit, ctx, "flush_enabled", settings.flush_disabled ? "no" : "yes");
-    emit_str(emit, ctx, "dump_enabled", "no");
+    emit_str(emit, ctx, "dump_enabled", "yes");
     emit_str(emit, ctx, "hash_algorithm", "murmur3");
     emit_fixed(emit, ctx, lru_fixed);
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);

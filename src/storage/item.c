@@ -525,6 +525,69 @@ item_slab_evict(uint32_t sid, uint8_t cls)
     return ITEM_SLAB_OK;
 }
 
+/* --- walking live items ------------------------------------------------------- */
+
+/*
+ * Chunk idx of slab sid, read as an item of class cls: copy it if it is
+ * what the hash table holds under its key. The key is read racily to find
+ * its partition; under that lock only a linked item that the table points
+ * to counts, so a stale or misaligned read is simply skipped.
+ */
+static bool
+dump_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now,
+           struct item_dump *out)
+{
+    struct item *it = slab_chunk_in(sid, cls, idx);
+    uint8_t f = item_iflags(it);
+
+    if ((f & ITEM_FREE) || !(f & ITEM_LINKED)) {
+        return false;
+    }
+    uint32_t hv = item_hash(it);
+    bool found = false;
+    assoc_lock(hv);
+    f = item_iflags(it);
+    if (!(f & ITEM_FREE) && (f & ITEM_LINKED) &&
+        assoc_find(item_key(it), item_nkey(it), hv) == it &&
+        !item_is_dead(it, now)) {
+        out->nkey = (uint8_t)item_nkey(it);
+        memcpy(out->key, item_key(it), out->nkey);
+        out->cls = cls;
+        out->fetched = (f & ITEM_FETCHED) != 0;
+        out->exptime = it->exptime;
+        out->time = it->time;
+        out->cas = item_cas(it);
+        out->vlen = item_vlen(it);
+        out->total = item_ntotal(it);
+        found = true;
+    }
+    assoc_unlock(hv);
+    return found;
+}
+
+bool
+item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
+               struct item_dump *out)
+{
+    rel_time_t now = clock_now();
+    uint32_t n = slab_table_count();
+
+    for (; cur->sid < n; cur->sid++, cur->idx = 0) {
+        struct slab_info info;
+        if (!slab_table_info(cur->sid, &info) || info.cls == 0 ||
+            !(classes[info.cls / 64] & (1ull << (info.cls % 64)))) {
+            continue;
+        }
+        uint32_t per = slab_class_perslab(info.cls);
+        while (cur->idx < per) {
+            if (dump_chunk(cur->sid, info.cls, cur->idx++, now, out)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 uint64_t
 item_class_items(uint8_t cls)
 {

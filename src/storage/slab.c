@@ -664,6 +664,13 @@ slab_chunk(uint32_t sid, uint32_t idx)
     return chunk_at(&classes[cls], sid, idx);
 }
 
+struct item *
+slab_chunk_in(uint32_t sid, uint8_t cls, uint32_t idx)
+{
+    assert(cls != 0 && idx < classes[cls].perslab);
+    return chunk_at(&classes[cls], sid, idx);
+}
+
 void
 slab_attach(uint8_t cls, uint32_t sid)
 {
