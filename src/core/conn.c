@@ -639,7 +639,9 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     if (c->read_paused) {
         return;
     }
-    if (!c->yielded && conn_read(c) < 0) {
+    /* A dump in progress takes no input: what follows it waits in the
+     * kernel, not in a read buffer that could fill up meanwhile. */
+    if (!c->yielded && c->state != CONN_DUMP && conn_read(c) < 0) {
         c->state = CONN_CLOSING;
     } else {
         c->yielded = false;
