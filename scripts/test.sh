@@ -5,6 +5,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh" test
+# Client libraries and operator tools for test_clients.py; a part that
+# cannot be installed makes its check skip, saying so.
+"$root/scripts/setup-clients.sh"
 
 run_check() {
     local dir="$1"; shift
