@@ -19,6 +19,7 @@
 #include "proto.h"
 
 struct item;
+struct logger_watcher;
 struct outq;
 struct stats_thread;
 
@@ -35,6 +36,8 @@ typedef enum dispatch_result {
     DISPATCH_MORE_DUMP,     /* a key dump (lru_crawler metadump, stats
                                cachedump) goes on: call dispatch_dump_more()
                                while the output queue has room */
+    DISPATCH_WATCH,         /* the connection is now a log stream: drain
+                               ctx->watcher (logger.h) until it closes */
 } dispatch_result_t;
 
 /* Per-connection dispatch state (embedded in the connection). */
@@ -61,6 +64,8 @@ struct dispatch_ctx {
         uint64_t         mark;      /* output queue before the first answer */
         const char      *resume;    /* DISPATCH_MORE_KEYS: next key */
     } mget;
+    int                  fd;        /* the client's, for watch lines' cfd */
+    struct logger_watcher *watcher; /* DISPATCH_WATCH */
     struct {
         bool             meta;      /* metadump lines, else cachedump's */
         uint64_t         classes[4]; /* class ids to walk (bit set) */
@@ -72,6 +77,12 @@ struct dispatch_ctx {
 typedef void (*dispatch_shutdown_fn)(void);
 
 void dispatch_set_shutdown(dispatch_shutdown_fn fn);
+/* Output helpers for command handlers (dispatch.c, admin.c). */
+void dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp);
+void dispatch_reply_line(struct dispatch_ctx *d, const char *text); /* + "\r\n" */
+/* The answer in progress has reached the connection's output bound. */
+bool dispatch_out_full(const struct dispatch_ctx *d);
+
 /* The output queue's release function for queued values. */
 void dispatch_ref_release(void *ref);
 

@@ -100,6 +100,17 @@ uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */
 uint64_t        evict_random(void);
 
+/* `slabs reassign <src> <dst>`, memcached's answers (evict_reassign.c). */
+typedef enum evict_reassign {
+    EVICT_REASSIGN_OK,          /* moved */
+    EVICT_REASSIGN_BUSY,        /* another move runs, or every slab tried
+                                   holds an item in use */
+    EVICT_REASSIGN_BADCLASS,
+    EVICT_REASSIGN_NOSPARE,     /* src has fewer than two slabs */
+    EVICT_REASSIGN_SAME,
+} evict_reassign_t;
+evict_reassign_t evict_reassign(int src, int dst);
+
 int             evict_setup(const char *list);
 void            evict_teardown(void);
 
@@ -111,8 +122,15 @@ void            evict_teardown(void);
 int             evict_configure(const char *list, size_t len);
 /* The current stack as "a,b", NUL-terminated, into buf. */
 void            evict_names(char *buf, size_t cap);
-/* Whether the current stack moves whole slabs (memcached's slab_automove). */
+/* Whether the current stack moves whole slabs. */
 bool            evict_has_slab_level(void);
+/* The stack as memcached's slab_automove level: 0 no slab-level policy,
+ * 1 slab-level gated by an item-level one, 2 slab-level alone. */
+unsigned        evict_automove_level(void);
+/* The stack for a slab_automove level (`slabs automove N`, -o
+ * slab_automove=N): 0 "lru", 1 "lrc,lru" (the default), 2 "lrc"; NULL
+ * past 2. */
+const char     *evict_automove_stack(unsigned level);
 /*
  * Try the stack in order until one policy frees memory for cls; up to
  * batch items for an item-level policy. *freed (may be NULL) receives the

@@ -261,6 +261,27 @@ struct item_dump {
 bool          item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
                              struct item_dump *out);
 
+/*
+ * Called for every live item evicted (by the CLOCK or with its slab), with
+ * its partition and class locks held: it may read the item and must take
+ * no storage lock. How `watch evictions` sees evictions without storage
+ * knowing about watchers.
+ */
+typedef void (*item_evict_hook_fn)(struct item *it, rel_time_t now);
+void          item_set_evict_hook(item_evict_hook_fn fn);
+
+/*
+ * The LRU crawler's step (lru_crawler crawl): look at up to max chunks of
+ * the selected classes from *cur on, unlinking the expired and flushed
+ * items found, each under its own partition lock, so requests never wait
+ * for more than one item. Returns false when the walk is over.
+ */
+bool          item_crawl_step(struct item_cursor *cur, const uint64_t classes[4],
+                              uint32_t max);
+/* Per class: items the crawler unlinked, and linked items it looked at. */
+uint64_t      item_crawler_reclaimed(uint8_t cls);
+uint64_t      item_crawler_checked(uint8_t cls);
+
 void          item_get_stats(struct item_stats *out);
 void          item_class_stats(uint8_t cls, struct item_class_stats *out);
 void          item_reset_stats(void);

@@ -45,6 +45,9 @@ typedef enum proto_cmd {
     PROTO_CMD_STATS,
     PROTO_CMD_CONFIG,         /* slabcache's "config <name> <value...>" */
     PROTO_CMD_LRU_CRAWLER,    /* "lru_crawler <sub> ...": sub in req->sub */
+    PROTO_CMD_SLABS,          /* "slabs reassign|automove ..." */
+    PROTO_CMD_LRU,            /* "lru tune|mode|temp_ttl ..." */
+    PROTO_CMD_WATCH,          /* "watch [fetchers mutations evictions ...]" */
 } proto_cmd_t;
 
 typedef enum proto_status {
@@ -169,6 +172,9 @@ size_t proto_compose_metadump(char *buf, size_t cap, const char *key,
                               size_t nkey, int64_t exp, uint64_t la,
                               uint64_t cas, bool fetched, unsigned cls,
                               uint64_t size);
+/* memcached's URI encoding of a key (all but [A-Za-z0-9._~-] as %XX),
+ * NUL-terminated; 0 if cap is too small. At most 3 * n + 1 bytes. */
+size_t proto_uri_encode(char *buf, size_t cap, const char *key, size_t nkey);
 /* One `stats cachedump` line: "ITEM K [V b; E s]\r\n". */
 size_t proto_compose_cachedump(char *buf, size_t cap, const char *key,
                                size_t nkey, uint32_t vlen, uint64_t exp);

@@ -41,6 +41,8 @@
     X(backlog,         INT,   'b', "listen-backlog",      1024,        1,   1048576,     "listen backlog") \
     X(shutdown_ok,     FLAG,  'A', "enable-shutdown",     false,       0,   0,           "enable the shutdown command") \
     X(flush_disabled,  FLAG,  'F', "disable-flush-all",   false,       0,   0,           "refuse the flush_all command") \
+    X(dump_disabled,   FLAG,  'X', "disable-dumping",     false,       0,   0,           "refuse stats cachedump and lru_crawler metadump") \
+    X(watch_disabled,  FLAG,  'W', "disable-watch",       false,       0,   0,           "refuse the watch command") \
     X(daemonize,       FLAG,  'd', "daemon",              false,       0,   0,           "run as a daemon") \
     X(pid_file,        STR,   'P', "pidfile",             NULL,        0,   0,           "write the process id to this file") \
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
@@ -59,6 +61,12 @@ struct settings {
     uint32_t bg_reserve;        /* -o bg_evict_reserve=N free chunks/class */
     uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
     uint32_t idle_timeout;      /* -o idle_timeout=N: close idle conns (0 = never) */
+    bool     slab_reassign;     /* -o [no_]slab_reassign: slabs may move */
+    bool     lru_crawler;       /* -o [no_]lru_crawler: crawler thread runs */
+    uint32_t crawler_sleep;     /* -o lru_crawler_sleep=us */
+    uint32_t crawler_tocrawl;   /* -o lru_crawler_tocrawl=N */
+    uint32_t watcher_logbuf;    /* -o watcher_logbuf_size=KB (bytes here) */
+    long     automove;          /* -o slab_automove=N, -1: not given */
 };
 
 extern struct settings settings;

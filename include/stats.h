@@ -14,6 +14,7 @@
 #define SC_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,6 +132,19 @@ void  stats_conn_open(void);
 void  stats_conn_close(void);
 void  stats_conn_rejected(void);
 uint64_t stats_curr_connections(void);
+
+/* `stats detail` (detail.c): per key-prefix request counts. */
+typedef enum stats_detail_op {
+    STATS_DETAIL_GET, STATS_DETAIL_SET, STATS_DETAIL_DELETE,
+} stats_detail_op_t;
+void     stats_detail_set_enabled(bool on);
+bool     stats_detail_enabled(void);
+void     stats_detail_record(const char *key, size_t nkey, stats_detail_op_t op,
+                             bool hit);
+/* "PREFIX p get N hit N set N del N" (without "\r\n"), one per prefix. */
+void     stats_detail_dump(void (*line)(void *ctx, const char *text), void *ctx);
+void     stats_detail_clear(void);
+uint64_t stats_detail_untracked(void);   /* requests past the prefix cap */
 
 stats_section_t stats_section(const char *name, size_t len);
 void  stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx);

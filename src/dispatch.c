@@ -9,11 +9,13 @@
 #include <string.h>
 
 
+#include "admin.h"
 #include "clock.h"
 #include "config.h"
 #include "evict.h"
 #include "item.h"
 #include "log.h"
+#include "logger.h"
 #include "outq.h"
 #include "settings.h"
 #include "slab.h"
@@ -32,8 +34,8 @@ dispatch_set_shutdown(dispatch_shutdown_fn fn)
 
 /* --- output helpers --------------------------------------------------------- */
 
-static void
-reply(struct dispatch_ctx *d, proto_rsp_t rsp)
+void
+dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp)
 {
     size_t len;
     const char *s = proto_rsp_str(rsp, &len);
@@ -41,8 +43,8 @@ reply(struct dispatch_ctx *d, proto_rsp_t rsp)
     outq_add(d->out, s, len);
 }
 
-static void
-reply_line(struct dispatch_ctx *d, const char *text)
+void
+dispatch_reply_line(struct dispatch_ctx *d, const char *text)
 {
     char buf[PROTO_LINE_MAX];
     size_t n = proto_compose_line(buf, sizeof(buf), text);
@@ -98,6 +100,34 @@ emit_stat(void *ctx, const char *name, const char *value)
 
 /* --- commands ------------------------------------------------------------------ */
 
+/* A `watch fetchers` line for one key looked up. */
+static void
+log_get(struct dispatch_ctx *d, const char *key, size_t nkey,
+        struct item *it, item_miss_t miss)
+{
+    logger_get_status_t st = it != NULL ? LOGGER_GET_FOUND :
+                             miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
+                             miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
+                             LOGGER_GET_NOT_FOUND;
+
+    logger_item_get(key, nkey, st, it != NULL ? slab_cls_of(it) : 0, d->fd,
+                    it != NULL ? item_vlen(it) : 0);
+}
+
+/* memcached's names for storage commands in `watch mutations` lines. */
+static const char *
+store_cmd_name(proto_cmd_t cmd)
+{
+    switch (cmd) {
+    case PROTO_CMD_ADD:     return "add";
+    case PROTO_CMD_REPLACE: return "replace";
+    case PROTO_CMD_APPEND:  return "append";
+    case PROTO_CMD_PREPEND: return "prepend";
+    case PROTO_CMD_CAS:     return "cas";
+    default:                return "set";
+    }
+}
+
 /* One key of a multi-get: look it up, count it, answer it. */
 static void
 get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
@@ -108,6 +138,13 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
     rel_time_t exptime = touch ? clock_exptime(d->mget.exptime) : 0;
     item_miss_t miss;
     struct item *it = item_get(key, nkey, touch, exptime, &miss);
+
+    if (stats_detail_enabled()) {
+        stats_detail_record(key, nkey, STATS_DETAIL_GET, it != NULL);
+    }
+    if (logger_wants(LOGGER_FETCHERS)) {
+        log_get(d, key, nkey, it, miss);
+    }
 
     STATS_INCR(d->stats, cmd_get);
     if (touch) {
@@ -136,8 +173,8 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
     }
 }
 
-static bool
-out_full(const struct dispatch_ctx *d)
+bool
+dispatch_out_full(const struct dispatch_ctx *d)
 {
     return outq_pending(d->out) > d->out_limit ||
            outq_segments(d->out) > d->out_segs_limit;
@@ -154,7 +191,7 @@ dispatch_get_keys(struct dispatch_ctx *d, const struct proto_req *req)
         if (!proto_key_next(&cursor, req->keys_end, &key, &nkey)) {
             return DISPATCH_DONE;
         }
-        if (out_full(d)) {
+        if (dispatch_out_full(d)) {
             d->mget.resume = before;
             return DISPATCH_MORE_KEYS;
         }
@@ -187,12 +224,12 @@ dispatch_get_finish(struct dispatch_ctx *d, const char *error)
 {
     if (error != NULL) {
         outq_rollback(d->out, d->mget.mark);
-        reply_line(d, error);
+        dispatch_reply_line(d, error);
     } else if (d->mget.nkeys == 0 && (d->mget.cmd == PROTO_CMD_GET ||
                                        d->mget.cmd == PROTO_CMD_GETS)) {
-        reply(d, PROTO_RSP_ERROR);  /* "get" and spaces, as memcached */
+        dispatch_reply(d, PROTO_RSP_ERROR);  /* "get" and spaces, as memcached */
     } else {
-        reply(d, PROTO_RSP_END);
+        dispatch_reply(d, PROTO_RSP_END);
     }
 }
 
@@ -204,7 +241,7 @@ do_get(struct dispatch_ctx *d, const struct proto_req *req)
     if (dispatch_get_keys(d, req) == DISPATCH_MORE_KEYS) {
         return DISPATCH_MORE_KEYS;
     }
-    reply(d, PROTO_RSP_END);
+    dispatch_reply(d, PROTO_RSP_END);
     return DISPATCH_DONE;
 }
 
@@ -215,11 +252,19 @@ do_update(struct dispatch_ctx *d, const struct proto_req *req)
     item_status_t st;
 
     STATS_INCR(d->stats, cmd_set);
+    if (stats_detail_enabled()) {
+        stats_detail_record(req->key, req->nkey, STATS_DETAIL_SET, false);
+    }
     st = item_alloc(req->key, req->nkey, req->flags,
                     clock_exptime(req->exptime), req->vlen, &it);
     if (st != ITEM_OK) {
+        if (logger_wants(LOGGER_MUTATIONS)) {
+            logger_item_store(req->key, req->nkey, st == ITEM_TOO_LARGE ?
+                              LOGGER_STORE_TOO_LARGE : LOGGER_STORE_NO_MEMORY,
+                              store_cmd_name(req->cmd), 0, 0, d->fd, 0);
+        }
         if (!req->noreply) {
-            reply(d, st == ITEM_TOO_LARGE ? PROTO_RSP_TOO_LARGE : PROTO_RSP_OOM);
+            dispatch_reply(d, st == ITEM_TOO_LARGE ? PROTO_RSP_TOO_LARGE : PROTO_RSP_OOM);
         }
         if (st == ITEM_TOO_LARGE) {
             STATS_INCR(d->stats, store_too_large);
@@ -267,11 +312,19 @@ dispatch_data_done(struct dispatch_ctx *d)
         rsp = PROTO_RSP_BAD_CHUNK;
     } else {
         item_status_t st = item_store(it, store_op(d->cmd), d->cas);
+        logger_store_status_t lst;
         switch (st) {
-        case ITEM_OK:        rsp = PROTO_RSP_STORED; break;
-        case ITEM_EXISTS:    rsp = PROTO_RSP_EXISTS; break;
-        case ITEM_NOT_FOUND: rsp = PROTO_RSP_NOT_FOUND; break;
-        default:             rsp = PROTO_RSP_NOT_STORED; break;
+        case ITEM_OK:        rsp = PROTO_RSP_STORED; lst = LOGGER_STORE_STORED; break;
+        case ITEM_EXISTS:    rsp = PROTO_RSP_EXISTS; lst = LOGGER_STORE_EXISTS; break;
+        case ITEM_NOT_FOUND: rsp = PROTO_RSP_NOT_FOUND; lst = LOGGER_STORE_NOT_FOUND; break;
+        default:             rsp = PROTO_RSP_NOT_STORED; lst = LOGGER_STORE_NOT_STORED; break;
+        }
+        if (logger_wants(LOGGER_MUTATIONS)) {
+            rel_time_t now = clock_now();
+            logger_item_store(item_key(it), item_nkey(it), lst,
+                              store_cmd_name(d->cmd),
+                              it->exptime > now ? it->exptime - now : 0,
+                              slab_cls_of(it), d->fd, item_vlen(it));
         }
         if (d->cmd == PROTO_CMD_CAS) {
             if (st == ITEM_OK) {
@@ -287,7 +340,7 @@ dispatch_data_done(struct dispatch_ctx *d)
     }
     item_release(it);
     if (!d->noreply) {
-        reply(d, rsp);
+        dispatch_reply(d, rsp);
     }
 }
 
@@ -333,9 +386,9 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
         outq_add(d->out, buf, proto_compose_uint(buf, sizeof(buf), value));
         break;
     }
-    case ITEM_NOT_FOUND:   reply(d, PROTO_RSP_NOT_FOUND); break;
-    case ITEM_NON_NUMERIC: reply(d, PROTO_RSP_NON_NUMERIC); break;
-    default:               reply(d, PROTO_RSP_INCR_OOM); break;
+    case ITEM_NOT_FOUND:   dispatch_reply(d, PROTO_RSP_NOT_FOUND); break;
+    case ITEM_NON_NUMERIC: dispatch_reply(d, PROTO_RSP_NON_NUMERIC); break;
+    default:               dispatch_reply(d, PROTO_RSP_INCR_OOM); break;
     }
     return DISPATCH_DONE;
 }
@@ -344,6 +397,10 @@ static dispatch_result_t
 do_delete(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
+
+    if (stats_detail_enabled()) {
+        stats_detail_record(req->key, req->nkey, STATS_DETAIL_DELETE, false);
+    }
     item_status_t st = item_delete(req->key, req->nkey, &cls);
 
     if (st == ITEM_OK) {
@@ -353,7 +410,7 @@ do_delete(struct dispatch_ctx *d, const struct proto_req *req)
         STATS_INCR(d->stats, delete_misses);
     }
     if (!req->noreply) {
-        reply(d, st == ITEM_OK ? PROTO_RSP_DELETED : PROTO_RSP_NOT_FOUND);
+        dispatch_reply(d, st == ITEM_OK ? PROTO_RSP_DELETED : PROTO_RSP_NOT_FOUND);
     }
     return DISPATCH_DONE;
 }
@@ -373,7 +430,7 @@ do_touch(struct dispatch_ctx *d, const struct proto_req *req)
         STATS_INCR(d->stats, touch_misses);
     }
     if (!req->noreply) {
-        reply(d, st == ITEM_OK ? PROTO_RSP_TOUCHED : PROTO_RSP_NOT_FOUND);
+        dispatch_reply(d, st == ITEM_OK ? PROTO_RSP_TOUCHED : PROTO_RSP_NOT_FOUND);
     }
     return DISPATCH_DONE;
 }
@@ -386,7 +443,7 @@ flush_refused(struct dispatch_ctx *d, const struct proto_req *req)
         return false;
     }
     if (!req->noreply) {
-        reply_line(d, "CLIENT_ERROR flush_all not allowed");
+        dispatch_reply_line(d, "CLIENT_ERROR flush_all not allowed");
     }
     return true;
 }
@@ -400,7 +457,7 @@ do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
     }
     item_flush(req->has_arg ? req->arg : 0);
     if (!req->noreply) {
-        reply(d, PROTO_RSP_OK);
+        dispatch_reply(d, PROTO_RSP_OK);
     }
     return DISPATCH_DONE;
 }
@@ -409,7 +466,7 @@ static dispatch_result_t
 do_version(struct dispatch_ctx *d, const struct proto_req *req)
 {
     (void)req;
-    reply_line(d, "VERSION " SC_PROTOCOL_VERSION);
+    dispatch_reply_line(d, "VERSION " SC_PROTOCOL_VERSION);
     return DISPATCH_DONE;
 }
 
@@ -420,7 +477,7 @@ do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
         log_set_level((int)req->arg);
     }
     if (!req->noreply) {
-        reply(d, PROTO_RSP_OK);
+        dispatch_reply(d, PROTO_RSP_OK);
     }
     return DISPATCH_DONE;
 }
@@ -433,12 +490,20 @@ do_quit(struct dispatch_ctx *d, const struct proto_req *req)
     return DISPATCH_CLOSE;
 }
 
+/*
+ * "shutdown" or "shutdown graceful" (-A). memcached's graceful mode also
+ * saves its memory to a restart file; slabcache keeps none, so both stop
+ * the server the same way: connections closed, exit 0.
+ */
 static dispatch_result_t
 do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    (void)req;
     if (!settings.shutdown_ok || shutdown_hook == NULL) {
-        reply(d, PROTO_RSP_SHUTDOWN_DISABLED);
+        dispatch_reply(d, PROTO_RSP_SHUTDOWN_DISABLED);
+        return DISPATCH_DONE;
+    }
+    if (req->nsub != 0 && !(req->nsub == 8 && memcmp(req->sub, "graceful", 8) == 0)) {
+        dispatch_reply_line(d, "CLIENT_ERROR invalid shutdown mode");
         return DISPATCH_DONE;
     }
     shutdown_hook();
@@ -450,147 +515,15 @@ do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
 {
     if (req->arg < MEMLIMIT_MIN_MB) {
         if (!req->noreply) {
-            reply_line(d, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+            dispatch_reply_line(d, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
         }
         return DISPATCH_DONE;
     }
     slab_set_limit((size_t)req->arg * 1024 * 1024);
     if (!req->noreply) {
-        reply(d, PROTO_RSP_OK);
+        dispatch_reply(d, PROTO_RSP_OK);
     }
     return DISPATCH_DONE;
-}
-
-/* --- key dumps ------------------------------------------------------------- */
-
-#define DUMP_BATCH 256          /* items per turn of a dump */
-
-dispatch_result_t
-dispatch_dump_more(struct dispatch_ctx *d)
-{
-    struct item_dump it;
-    char line[PROTO_KEY_MAX * 3 + 160];
-
-    for (int n = 0; n < DUMP_BATCH && !out_full(d); n++) {
-        if (!item_dump_next(&d->dump.cur, d->dump.classes, &it)) {
-            reply(d, PROTO_RSP_END);
-            return DISPATCH_DONE;
-        }
-        size_t len;
-        if (d->dump.meta) {
-            len = proto_compose_metadump(line, sizeof(line), it.key, it.nkey,
-                                         it.exptime ? (int64_t)clock_unix(it.exptime) : -1,
-                                         (uint64_t)clock_unix(it.time), it.cas,
-                                         it.fetched, it.cls, it.total);
-        } else {
-            len = proto_compose_cachedump(line, sizeof(line), it.key, it.nkey,
-                                          it.vlen, it.exptime ?
-                                          (uint64_t)clock_unix(it.exptime) : 0);
-        }
-        outq_add(d->out, line, len);
-        if (d->dump.left > 0 && --d->dump.left == 0) {
-            reply(d, PROTO_RSP_END);
-            return DISPATCH_DONE;
-        }
-    }
-    return DISPATCH_MORE_DUMP;
-}
-
-static dispatch_result_t
-dump_start(struct dispatch_ctx *d, bool meta, uint64_t left)
-{
-    d->dump.meta = meta;
-    d->dump.left = left;
-    d->dump.cur = (struct item_cursor){ 0, 0 };
-    return dispatch_dump_more(d);
-}
-
-static void
-dump_select(struct dispatch_ctx *d, unsigned cls)
-{
-    d->dump.classes[cls / 64] |= 1ull << (cls % 64);
-}
-
-/*
- * "all", "hash" (the same walk: every item once) or "1,2,...". A class id
- * past the last class is refused (BADCLASS), as memcached refuses one
- * past its own.
- */
-static bool
-dump_classes(struct dispatch_ctx *d, const char *arg, size_t n)
-{
-    memset(d->dump.classes, 0, sizeof(d->dump.classes));
-    if ((n == 3 && memcmp(arg, "all", 3) == 0) ||
-        (n == 4 && memcmp(arg, "hash", 4) == 0)) {
-        for (unsigned c = 1; c <= slab_class_count(); c++) {
-            dump_select(d, c);
-        }
-        return true;
-    }
-    const char *p = arg, *end = arg + n;
-    while (p < end) {
-        const char *comma = memchr(p, ',', (size_t)(end - p));
-        const char *stop = comma != NULL ? comma : end;
-        uint64_t c;
-        if (!proto_parse_u64(p, (size_t)(stop - p), &c) || c == 0 ||
-            c > slab_class_count()) {
-            return false;
-        }
-        dump_select(d, (unsigned)c);
-        p = comma != NULL ? comma + 1 : end;
-    }
-    return true;
-}
-
-/* "lru_crawler metadump <classes>": memcached-tool's and memcdump's dump. */
-static dispatch_result_t
-do_lru_crawler(struct dispatch_ctx *d, const struct proto_req *req)
-{
-    const char *cursor = req->sub, *end = req->sub + req->nsub;
-    const char *sub, *arg;
-    size_t nsub, narg;
-
-    if (!proto_key_next(&cursor, end, &sub, &nsub) ||
-        nsub != 8 || memcmp(sub, "metadump", 8) != 0 ||
-        !proto_key_next(&cursor, end, &arg, &narg)) {
-        reply(d, PROTO_RSP_ERROR);
-        return DISPATCH_DONE;
-    }
-    if (!dump_classes(d, arg, narg)) {
-        reply_line(d, "BADCLASS invalid class id");
-        return DISPATCH_DONE;
-    }
-    return dump_start(d, true, 0);
-}
-
-/* "stats cachedump <class> <limit>" (limit 0: every item). */
-static dispatch_result_t
-do_cachedump(struct dispatch_ctx *d, const char *cursor, const char *end)
-{
-    const char *w;
-    size_t nw;
-    uint64_t cls, limit;
-
-    if (!proto_key_next(&cursor, end, &w, &nw)) {
-        reply_line(d, "CLIENT_ERROR bad command line");
-        return DISPATCH_DONE;
-    }
-    bool cls_ok = proto_parse_u64(w, nw, &cls);
-    if (!proto_key_next(&cursor, end, &w, &nw)) {
-        reply_line(d, "CLIENT_ERROR bad command line");
-        return DISPATCH_DONE;
-    }
-    if (!cls_ok || !proto_parse_u64(w, nw, &limit)) {
-        reply(d, PROTO_RSP_BAD_FORMAT);
-        return DISPATCH_DONE;
-    }
-    if (cls == 0 || cls > slab_class_count()) {
-        reply_line(d, "CLIENT_ERROR Illegal slab id");
-        return DISPATCH_DONE;
-    }
-    memset(d->dump.classes, 0, sizeof(d->dump.classes));
-    dump_select(d, (unsigned)cls);
-    return dump_start(d, false, limit);
 }
 
 /* Like memcached, only the first word after "stats" picks the section. */
@@ -602,20 +535,23 @@ do_stats(struct dispatch_ctx *d, const struct proto_req *req)
 
     proto_key_next(&cursor, req->sub + req->nsub, &word, &nword);
     if (nword == 9 && memcmp(word, "cachedump", 9) == 0) {
-        return do_cachedump(d, cursor, req->sub + req->nsub);
+        return admin_cachedump(d, cursor, req->sub + req->nsub);
+    }
+    if (nword == 6 && memcmp(word, "detail", 6) == 0) {
+        return admin_stats_detail(d, cursor, req->sub + req->nsub);
     }
     if (nword == 5 && memcmp(word, "reset", 5) == 0) {
         stats_reset();
-        reply(d, PROTO_RSP_RESET);
+        dispatch_reply(d, PROTO_RSP_RESET);
         return DISPATCH_DONE;
     }
     stats_section_t section = stats_section(word, nword);
     if (section == STATS_UNKNOWN) {
-        reply(d, PROTO_RSP_ERROR);
+        dispatch_reply(d, PROTO_RSP_ERROR);
         return DISPATCH_DONE;
     }
     stats_emit(section, emit_stat, d);
-    reply(d, PROTO_RSP_END);
+    dispatch_reply(d, PROTO_RSP_END);
     return DISPATCH_DONE;
 }
 
@@ -629,15 +565,15 @@ do_config(struct dispatch_ctx *d, const struct proto_req *req)
 
     if (!proto_key_next(&cursor, end, &name, &nname) ||
         nname != 5 || memcmp(name, "evict", 5) != 0) {
-        reply(d, PROTO_RSP_ERROR);
+        dispatch_reply(d, PROTO_RSP_ERROR);
         return DISPATCH_DONE;
     }
     if (proto_key_next(&cursor, end, &list, &nlist) &&
         !proto_key_next(&cursor, end, &name, &nname) &&
         evict_configure(list, nlist) == 0) {
-        reply(d, PROTO_RSP_OK);
+        dispatch_reply(d, PROTO_RSP_OK);
     } else {
-        reply_line(d, "CLIENT_ERROR bad eviction policy list");
+        dispatch_reply_line(d, "CLIENT_ERROR bad eviction policy list");
     }
     return DISPATCH_DONE;
 }
@@ -671,7 +607,10 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_CACHE_MEMLIMIT: return do_memlimit;
     case PROTO_CMD_STATS:          return do_stats;
     case PROTO_CMD_CONFIG:         return do_config;
-    case PROTO_CMD_LRU_CRAWLER:    return do_lru_crawler;
+    case PROTO_CMD_LRU_CRAWLER:    return admin_lru_crawler;
+    case PROTO_CMD_SLABS:          return admin_slabs;
+    case PROTO_CMD_LRU:            return admin_lru;
+    case PROTO_CMD_WATCH:          return admin_watch;
     case PROTO_CMD_NONE:           break;
     }
     return NULL;
@@ -683,7 +622,7 @@ dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
     command_fn fn = command_handler(req->cmd);
 
     if (fn == NULL) {
-        reply(d, PROTO_RSP_ERROR);
+        dispatch_reply(d, PROTO_RSP_ERROR);
         return DISPATCH_DONE;
     }
     return fn(d, req);
@@ -700,7 +639,7 @@ dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
         }
     }
     if (!req->noreply) {
-        reply_line(d, req->error);
+        dispatch_reply_line(d, req->error);
     }
     if (req->swallow) {
         d->swallow = (uint64_t)req->vlen + 2;

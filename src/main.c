@@ -16,15 +16,18 @@
 
 #include <event2/event.h>
 
+#include "admin.h"
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
 #include "conn.h"
+#include "crawler.h"
 #include "dispatch.h"
 #include "evict.h"
 #include "item.h"
 #include "listener.h"
 #include "log.h"
+#include "logger.h"
 #include "settings.h"
 #include "slab.h"
 #include "stats.h"
@@ -221,6 +224,14 @@ main(int argc, char **argv)
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_INIT, RESERVED_FDS);
+    logger_setup(settings.watcher_logbuf);
+    item_set_evict_hook(admin_evict_hook);
+    if (crawler_setup(settings.lru_crawler) != 0) {
+        fprintf(stderr, "slabcache: cannot start the LRU crawler\n");
+        return EXIT_FAILURE;
+    }
+    crawler_set_sleep(settings.crawler_sleep);
+    crawler_set_tocrawl(settings.crawler_tocrawl);
     if (settings.bg_evict && evict_bg_start(settings.bg_reserve, settings.bg_batch) != 0) {
         fprintf(stderr, "slabcache: cannot start the background evictor\n");
         return EXIT_FAILURE;
@@ -229,6 +240,9 @@ main(int argc, char **argv)
     int rc = run();
 
     evict_bg_stop();
+    crawler_teardown();
+    item_set_evict_hook(NULL);
+    logger_teardown();
     stats_teardown();
     evict_teardown();
     storage_teardown();

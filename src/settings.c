@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "evict.h"
 
 struct settings settings;
 
@@ -39,15 +40,6 @@ static const struct opt_desc opt_table[] = { SETTINGS_OPTIONS(OPT_DESC) };
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
 #define OPT_LONG_ONLY_BASE 256
 
-/* Extended (-o) options memcached users pass; accepted for compatibility. */
-static const char *const ext_ignored[] = {
-    "slab_reassign", "slab_automove", "lru_crawler", "no_lru_crawler",
-    "lru_maintainer", "no_lru_maintainer", "maxconns_fast", "no_maxconns_fast",
-    "modern", "no_modern", "tail_repair_time", "slab_chunk_max",
-    "hash_algorithm", "watcher_logbuf_size",
-    "worker_logbuf_size", "track_sizes", "no_inline_ascii_resp", NULL
-};
-
 void
 settings_defaults(void)
 {
@@ -58,6 +50,13 @@ settings_defaults(void)
     settings.bg_evict = false;
     settings.bg_reserve = 64;
     settings.bg_batch = 32;
+    settings.idle_timeout = 0;
+    settings.slab_reassign = true;
+    settings.lru_crawler = true;
+    settings.crawler_sleep = 100;
+    settings.crawler_tocrawl = 0;
+    settings.watcher_logbuf = 256 * 1024;
+    settings.automove = -1;
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
 }
 
@@ -176,47 +175,156 @@ apply_option(const struct opt_desc *d, const char *arg)
     return 0;
 }
 
-/* Extended (-o) options slabcache reads: name=number within [min, max]. */
-static void set_hashpower(long v)  { settings.hashpower = (uint32_t)v; }
-static void set_bg_evict(long v)   { settings.bg_evict = v != 0; }
-static void set_bg_reserve(long v) { settings.bg_reserve = (uint32_t)v; }
-static void set_bg_batch(long v)   { settings.bg_batch = (uint32_t)v; }
-static void set_idle_timeout(long v) { settings.idle_timeout = (uint32_t)v; }
+/*
+ * memcached's extended (-o) options. Every one memcached 1.6.18 knows has a
+ * row: it works here (a number in range, or a switch), or memcached itself
+ * ignores it, or it is refused with the reason (a mechanism slabcache does
+ * not have). None is accepted and silently ignored. notes/compatibility.md
+ * lists them.
+ */
+typedef enum ext_kind {
+    EXT_NUM,                    /* name=N, N in [min, max] */
+    EXT_SWITCH,                 /* bare name */
+    EXT_NOOP,                   /* memcached 1.6.18 ignores it too */
+    EXT_REFUSED,                /* why: the reason */
+} ext_kind_t;
 
-struct ext_num {
+struct ext_opt {
     const char *name;
+    ext_kind_t  kind;
     long        min, max;
     void      (*apply)(long v);
+    const char *why;
 };
 
-static const struct ext_num ext_nums[] = {
-    { "hashpower",        12, 32,      set_hashpower },
-    { "bg_evict",         0,  1,       set_bg_evict },
-    { "bg_evict_reserve", 1,  1000000, set_bg_reserve },
-    { "bg_evict_batch",   1,  10000,   set_bg_batch },
-    { "idle_timeout",     0,  INT32_MAX, set_idle_timeout },
+static void set_hashpower(long v)    { settings.hashpower = (uint32_t)v; }
+static void set_bg_evict(long v)     { settings.bg_evict = v != 0; }
+static void set_bg_reserve(long v)   { settings.bg_reserve = (uint32_t)v; }
+static void set_bg_batch(long v)     { settings.bg_batch = (uint32_t)v; }
+static void set_idle_timeout(long v) { settings.idle_timeout = (uint32_t)v; }
+static void set_automove(long v)     { settings.automove = v; }
+static void set_crawl_sleep(long v)  { settings.crawler_sleep = (uint32_t)v; }
+static void set_tocrawl(long v)      { settings.crawler_tocrawl = (uint32_t)v; }
+static void set_watch_buf(long v)    { settings.watcher_logbuf = (uint32_t)v * 1024; }
+static void set_reassign(long v)     { settings.slab_reassign = v != 0; }
+static void set_crawler(long v)      { settings.lru_crawler = v != 0; }
+static void set_no_automove(long v)  { (void)v; settings.automove = 0; }
+static void set_nothing(long v)      { (void)v; }
+
+#define NUM(n, lo, hi, fn)  { n, EXT_NUM, lo, hi, fn, NULL }
+#define SWITCH(n, v, fn)    { n, EXT_SWITCH, v, v, fn, NULL }
+#define NOOP(n)             { n, EXT_NOOP, 0, 0, NULL, NULL }
+#define REFUSED(n, why)     { n, EXT_REFUSED, 0, 0, NULL, why }
+
+static const char NO_SEGMENTS[] = "slabcache has no segmented LRU (one CLOCK per class)";
+static const char NO_MOVER[] = "slabcache moves slabs by eviction policy (--eviction), not a page mover";
+static const char GEOMETRY[] = "slab geometry is set with -I, -f and -n";
+
+static const struct ext_opt ext_opts[] = {
+    NUM("hashpower", 12, 32, set_hashpower),
+    NUM("bg_evict", 0, 1, set_bg_evict),
+    NUM("bg_evict_reserve", 1, 1000000, set_bg_reserve),
+    NUM("bg_evict_batch", 1, 10000, set_bg_batch),
+    NUM("idle_timeout", 0, INT32_MAX, set_idle_timeout),
+    NUM("slab_automove", 0, 2, set_automove),
+    NUM("lru_crawler_sleep", 0, 1000000, set_crawl_sleep),
+    NUM("lru_crawler_tocrawl", 0, UINT32_MAX, set_tocrawl),
+    NUM("watcher_logbuf_size", 1, 1048576, set_watch_buf),
+    SWITCH("slab_reassign", 1, set_reassign),
+    SWITCH("no_slab_reassign", 0, set_reassign),
+    SWITCH("no_slab_automove", 0, set_no_automove),
+    SWITCH("lru_crawler", 1, set_crawler),
+    SWITCH("no_lru_crawler", 0, set_crawler),
+    /* What slabcache always does: */
+    SWITCH("maxconns_fast", 1, set_nothing),
+    SWITCH("no_lru_maintainer", 0, set_nothing),
+    NOOP("modern"),
+    NOOP("inline_ascii_resp"),
+    NOOP("no_inline_ascii_resp"),
+    REFUSED("lru_maintainer", NO_SEGMENTS),
+    REFUSED("hot_lru_pct", NO_SEGMENTS),
+    REFUSED("warm_lru_pct", NO_SEGMENTS),
+    REFUSED("hot_max_factor", NO_SEGMENTS),
+    REFUSED("warm_max_factor", NO_SEGMENTS),
+    REFUSED("temporary_ttl", NO_SEGMENTS),
+    REFUSED("tail_repair_time", "no tail repair: a referenced item is never reused"),
+    REFUSED("slab_automove_ratio", NO_MOVER),
+    REFUSED("slab_automove_window", NO_MOVER),
+    REFUSED("slab_sizes", GEOMETRY),
+    REFUSED("slab_chunk_max", GEOMETRY),
+    REFUSED("no_chunked_items", GEOMETRY),
+    REFUSED("no_modern", "memcached 1.4's defaults are not offered"),
+    REFUSED("no_maxconns_fast", "connections past -c are always refused at once"),
+    REFUSED("no_hashexpand", "the hash table always grows"),
+    REFUSED("worker_logbuf_size", "watch lines go straight to each watcher's buffer"),
+    REFUSED("track_sizes", "stats sizes is not kept"),
+    REFUSED("drop_privileges", "not supported"),
+    REFUSED("no_drop_privileges", "not supported"),
+    REFUSED("resp_obj_mem_limit", "no response objects"),
+    REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
 };
 
-static const struct ext_num *
-ext_num_find(const char *name, size_t n)
+/* hash_algorithm takes a name, and only the one slabcache uses. */
+static int
+apply_hash_algorithm(const char *value)
 {
-    for (size_t i = 0; i < sizeof(ext_nums) / sizeof(ext_nums[0]); i++) {
-        if (strlen(ext_nums[i].name) == n && memcmp(ext_nums[i].name, name, n) == 0) {
-            return &ext_nums[i];
+    if (strcmp(value, "murmur3") != 0) {
+        return usage_error("hash_algorithm", value, "slabcache hashes keys with murmur3 only");
+    }
+    return 0;
+}
+
+static const struct ext_opt *
+ext_find(const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof(ext_opts) / sizeof(ext_opts[0]); i++) {
+        if (strlen(ext_opts[i].name) == n && memcmp(ext_opts[i].name, name, n) == 0) {
+            return &ext_opts[i];
         }
     }
     return NULL;
 }
 
-static bool
-ext_is_ignored(const char *name, size_t n)
+static int
+apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
 {
-    for (const char *const *p = ext_ignored; *p != NULL; p++) {
-        if (strlen(*p) == n && memcmp(*p, name, n) == 0) {
-            return true;
-        }
+    char opt[64];
+    snprintf(opt, sizeof(opt), "%.*s", (int)nlen, name);
+
+    if (strcmp(opt, "hash_algorithm") == 0) {
+        return apply_hash_algorithm(value);
     }
-    return false;
+    if (strncmp(opt, "ssl_", 4) == 0 || strncmp(opt, "ext_", 4) == 0 ||
+        strncmp(opt, "proxy_", 6) == 0) {
+        return usage_error("-o", opt, "TLS, extstore and the proxy are not supported yet");
+    }
+    const struct ext_opt *e = ext_find(name, nlen);
+    if (e == NULL) {
+        return usage_error("-o", opt, "unknown extended option");
+    }
+    switch (e->kind) {
+    case EXT_NUM: {
+        long v;
+        if (!parse_long(value, 10, &v) || v < e->min || v > e->max) {
+            char why[64];
+            snprintf(why, sizeof(why), "must be between %ld and %ld", e->min, e->max);
+            return usage_error(e->name, value, why);
+        }
+        e->apply(v);
+        return 0;
+    }
+    case EXT_SWITCH:
+        if (has_value) {
+            return usage_error(e->name, value, "takes no value");
+        }
+        e->apply(e->min);
+        return 0;
+    case EXT_NOOP:
+        return 0;
+    case EXT_REFUSED:
+        return usage_error("-o", opt, e->why);
+    }
+    return -1;
 }
 
 static int
@@ -239,26 +347,36 @@ apply_extended(const char *list)
             memcpy(value, eq + 1, vlen);
             value[vlen] = '\0';
         }
-        const struct ext_num *num = ext_num_find(p, nlen);
-        if (num != NULL) {
-            long v;
-            if (!parse_long(value, 10, &v) || v < num->min || v > num->max) {
-                char why[64];
-                snprintf(why, sizeof(why), "must be between %ld and %ld",
-                         num->min, num->max);
-                return usage_error(num->name, value, why);
-            }
-            num->apply(v);
-        } else if (!ext_is_ignored(p, nlen)) {
-            char opt[64];
-            snprintf(opt, sizeof(opt), "%.*s", (int)nlen, p);
-            return usage_error("-o", opt, "unknown extended option");
+        if (apply_ext(p, nlen, eq != NULL, value) != 0) {
+            return -1;
         }
         p += len;
         if (*p == ',') {
             p++;
         }
     }
+    return 0;
+}
+
+/*
+ * slab_automove and no_slab_reassign choose the eviction stack (0 and no
+ * reassignment: item-level only); with --eviction as well, the two would
+ * disagree, so that is refused.
+ */
+static int
+apply_automove(void)
+{
+    long level = settings.slab_reassign ? settings.automove : 0;
+
+    if (level < 0) {
+        return 0;
+    }
+    if (strcmp(settings.eviction, "lrc,lru") != 0) {
+        fprintf(stderr, "slabcache: -o slab_automove/no_slab_reassign and --eviction "
+                "both choose the eviction stack: give one\n");
+        return -1;
+    }
+    settings.eviction = evict_automove_stack((unsigned)level);
     return 0;
 }
 
@@ -280,6 +398,9 @@ check_consistency(void)
         return -1;
     }
     if (settings.extended != NULL && apply_extended(settings.extended) != 0) {
+        return -1;
+    }
+    if (apply_automove() != 0) {
         return -1;
     }
     return 0;

@@ -11,7 +11,9 @@
  * whose line is longer than the read buffer, or whose answer paused at the
  * output bound, key by key as the line arrives), SWALLOW_LINE (dropping the
  * rest of a line that already has its answer), DUMP (writing a key dump
- * piece by piece as the client reads it), CLOSING.
+ * piece by piece as the client reads it), WATCH (a `watch` log stream:
+ * input is dropped, log lines are moved to the output on a timer),
+ * CLOSING.
  *
  * Memory per connection is bounded whatever the client sends: the read
  * buffer never grows (a line that may be long is a get, and is consumed as
@@ -35,6 +37,7 @@
 
 #include "clock.h"
 #include "dispatch.h"
+#include "logger.h"
 #include "outq.h"
 #include "proto.h"
 #include "settings.h"
@@ -49,13 +52,14 @@ typedef enum conn_state {
     CONN_MGET,
     CONN_SWALLOW_LINE,
     CONN_DUMP,
+    CONN_WATCH,
     CONN_CLOSING,
 } conn_state_t;
 
 /* memcached's names for the nearest of its states (`stats conns`). */
 static const char *const state_names[] = {
     "conn_parse_cmd", "conn_nread", "conn_swallow", "conn_parse_cmd",
-    "conn_swallow", "conn_write", "conn_closing",
+    "conn_swallow", "conn_write", "conn_watch", "conn_closing",
 };
 
 struct conn {
@@ -63,6 +67,7 @@ struct conn {
     conn_state_t         state;
     struct event        *ev_read;
     struct event        *ev_write;
+    struct event        *ev_watch;  /* CONN_WATCH: drains the watcher */
     struct stats_thread *stats;
     struct conn_list    *list;
     struct conn         *prev, *next;
@@ -85,6 +90,7 @@ struct conn {
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
 static void conn_release(struct conn *c);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
+static bool conn_flush(struct conn *c);
 
 /* memcached's `stats conns` address format: tcp:HOST:PORT, unix:PATH. */
 static void
@@ -144,6 +150,7 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     c->d.stats = st;
     c->d.out_limit = CONN_OUT_HIGH;
     c->d.out_segs_limit = CONN_OUT_SEGS;
+    c->d.fd = fd;
     c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
     c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     c->last_cmd = clock_now();
@@ -169,6 +176,12 @@ static void
 conn_release(struct conn *c)
 {
     dispatch_abort(&c->d);
+    if (c->ev_watch != NULL) {
+        event_free(c->ev_watch);
+    }
+    if (c->d.watcher != NULL) {
+        logger_unwatch(c->d.watcher);
+    }
     if (c->ev_read != NULL) {
         event_free(c->ev_read);
     }
@@ -311,6 +324,40 @@ conn_read(struct conn *c)
 
 /* --- processing ------------------------------------------------------------------ */
 
+#define WATCH_TICK_US   10000           /* how often watch lines are moved */
+#define WATCH_OUT_MAX   (64u * 1024)    /* a watcher's queued output bound */
+
+/* Move pending log lines to the output, within the watcher's bound. */
+static void
+conn_on_watch(evutil_socket_t fd, short what, void *arg)
+{
+    struct conn *c = arg;
+    char buf[16384];
+
+    (void)fd;
+    (void)what;
+    if (outq_pending(&c->out) < WATCH_OUT_MAX) {
+        size_t n = logger_take(c->d.watcher, buf, sizeof(buf));
+        if (n > 0) {
+            outq_add(&c->out, buf, n);
+        }
+    }
+    conn_flush(c);
+}
+
+static void
+conn_watch_start(struct conn *c)
+{
+    struct timeval tick = { 0, WATCH_TICK_US };
+
+    c->state = CONN_WATCH;
+    c->ev_watch = event_new(event_get_base(c->ev_read), -1, EV_PERSIST,
+                            conn_on_watch, c);
+    if (c->ev_watch == NULL || event_add(c->ev_watch, &tick) != 0) {
+        c->state = CONN_CLOSING;
+    }
+}
+
 static void
 conn_apply(struct conn *c, dispatch_result_t r)
 {
@@ -331,6 +378,9 @@ conn_apply(struct conn *c, dispatch_result_t r)
         break;                  /* conn_mget_resume() handles it */
     case DISPATCH_MORE_DUMP:
         c->state = CONN_DUMP;
+        break;
+    case DISPATCH_WATCH:
+        conn_watch_start(c);
         break;
     }
 }
@@ -511,6 +561,10 @@ conn_process(struct conn *c)
             c->state = CONN_CMD;
             continue;
         }
+        if (c->state == CONN_WATCH) {
+            c->rpos = c->rlen;      /* a watcher's input is not read */
+            break;
+        }
         if (c->state == CONN_DUMP) {
             /* Input waits while a dump is written, like any answer. */
             if (handled++ >= settings.reqs_per_event) {
@@ -537,6 +591,7 @@ conn_process(struct conn *c)
             more = conn_swallow_line(c);
             break;
         case CONN_DUMP:
+        case CONN_WATCH:
             break;
         case CONN_CMD:
         case CONN_MGET:

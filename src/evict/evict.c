@@ -206,6 +206,30 @@ evict_has_slab_level(void)
     return s != NULL && stack_has_slab_level(s);
 }
 
+const char *
+evict_automove_stack(unsigned level)
+{
+    static const char *const stacks[] = { "lru", "lrc,lru", "lrc" };
+
+    return level < 3 ? stacks[level] : NULL;
+}
+
+unsigned
+evict_automove_level(void)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+
+    if (s == NULL || !stack_has_slab_level(s)) {
+        return 0;
+    }
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->policy[i]->slab_level && s->policy[i] != &evict_policy_none) {
+            return 1;
+        }
+    }
+    return 2;
+}
+
 /*
  * A slab of another class with nothing allocated in it is free memory
  * carved for the wrong size: moving it evicts nothing, so it goes before

@@ -507,6 +507,9 @@ static const struct {
     {"stats", PROTO_CMD_STATS, parse_rest},
     {"config", PROTO_CMD_CONFIG, parse_rest},
     {"lru_crawler", PROTO_CMD_LRU_CRAWLER, parse_rest},
+    {"slabs", PROTO_CMD_SLABS, parse_rest},
+    {"lru", PROTO_CMD_LRU, parse_rest},
+    {"watch", PROTO_CMD_WATCH, parse_rest},
 };
 
 /*
@@ -933,4 +936,14 @@ proto_compose_cachedump(char *buf, size_t cap, const char *key, size_t nkey,
     out_u64(&o, exp);
     out_mem(&o, " s]", 3);
     return out_done(&o);
+}
+
+size_t
+proto_uri_encode(char *buf, size_t cap, const char *key, size_t nkey)
+{
+    struct out o = {buf, cap, 0, false};
+
+    out_uri(&o, key, nkey);
+    out_mem(&o, "", 1);
+    return o.overflow ? 0 : o.len - 1;
 }

@@ -15,6 +15,8 @@
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
+#include "crawler.h"
+#include "logger.h"
 #include "evict.h"
 #include "item.h"
 #include "settings.h"
@@ -303,15 +305,18 @@ emit_general(stats_emit_fn emit, void *ctx)
     struct slab_evict_figures g;
     slab_evict_global(&g);
     emit_u64(emit, ctx, "slabs_moved", g.slabs_gained);
-    emit_u64(emit, ctx, "lru_crawler_running", 0);
-    emit_u64(emit, ctx, "lru_crawler_starts", 0);
+    emit_u64(emit, ctx, "lru_crawler_running", crawler_running() ? 1 : 0);
+    emit_u64(emit, ctx, "lru_crawler_starts", crawler_starts());
     emit_u64(emit, ctx, "lru_maintainer_juggles", 0);
     emit_u64(emit, ctx, "malloc_fails", 0);
+    /* Lines go straight to watchers: no per-worker log buffer to drop from. */
+    uint64_t log_sent, log_skipped, log_watchers;
+    logger_stats(&log_sent, &log_skipped, &log_watchers);
     emit_u64(emit, ctx, "log_worker_dropped", 0);
-    emit_u64(emit, ctx, "log_worker_written", 0);
-    emit_u64(emit, ctx, "log_watcher_skipped", 0);
-    emit_u64(emit, ctx, "log_watcher_sent", 0);
-    emit_u64(emit, ctx, "log_watchers", 0);
+    emit_u64(emit, ctx, "log_worker_written", log_sent);
+    emit_u64(emit, ctx, "log_watcher_skipped", log_skipped);
+    emit_u64(emit, ctx, "log_watcher_sent", log_sent);
+    emit_u64(emit, ctx, "log_watchers", log_watchers);
     emit_zeros(emit, ctx, no_napi);
     emit_u64(emit, ctx, "bytes", is.bytes);
     emit_u64(emit, ctx, "curr_items", is.curr_items);
@@ -322,8 +327,13 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "evicted_active", 0);
     emit_u64(emit, ctx, "evictions", is.evictions);
     emit_u64(emit, ctx, "reclaimed", is.reclaimed);
-    emit_u64(emit, ctx, "crawler_reclaimed", 0);
-    emit_u64(emit, ctx, "crawler_items_checked", 0);
+    uint64_t creclaimed = 0, cchecked = 0;
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        creclaimed += item_crawler_reclaimed(c);
+        cchecked += item_crawler_checked(c);
+    }
+    emit_u64(emit, ctx, "crawler_reclaimed", creclaimed);
+    emit_u64(emit, ctx, "crawler_items_checked", cchecked);
     emit_zeros(emit, ctx, no_segmented_lru);
     /* slabcache's own. */
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
@@ -358,7 +368,7 @@ static const struct fixed_setting lru_fixed[] = {
     { "temp_lru", "no" }, { "temporary_ttl", "61" }, { NULL, NULL },
 };
 static const struct fixed_setting ext_fixed[] = {
-    { "watcher_logbuf_size", "262144" }, { "worker_logbuf_size", "65536" },
+    { "worker_logbuf_size", "65536" },
     { "read_buf_mem_limit", "0" }, { "track_sizes", "no" },
     { "inline_ascii_response", "no" }, { "ext_item_size", "512" },
     { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" },
@@ -407,7 +417,7 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "num_threads", (uint64_t)settings.threads);
     emit_u64(emit, ctx, "num_threads_per_udp", (uint64_t)settings.threads);
     emit_str(emit, ctx, "stat_key_prefix", ":");
-    emit_str(emit, ctx, "detail_enabled", "no");
+    emit_str(emit, ctx, "detail_enabled", stats_detail_enabled() ? "yes" : "no");
     emit_u64(emit, ctx, "reqs_per_event", (uint64_t)settings.reqs_per_event);
     emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
@@ -417,20 +427,21 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);
     emit_str(emit, ctx, "maxconns_fast", "yes");
     emit_u64(emit, ctx, "hashpower_init", settings.hashpower);
-    emit_str(emit, ctx, "slab_reassign", "yes");
-    emit_u64(emit, ctx, "slab_automove", evict_has_slab_level() ? 1 : 0);
+    emit_str(emit, ctx, "slab_reassign", settings.slab_reassign ? "yes" : "no");
+    emit_u64(emit, ctx, "slab_automove", evict_automove_level());
     emit_str(emit, ctx, "slab_automove_ratio", "0.80");
     emit_str(emit, ctx, "slab_automove_window", "30");
     emit_u64(emit, ctx, "slab_chunk_max", (uint64_t)settings.item_size_max);
-    emit_str(emit, ctx, "lru_crawler", "no");
-    emit_str(emit, ctx, "lru_crawler_sleep", "100");
-    emit_str(emit, ctx, "lru_crawler_tocrawl", "0");
+    emit_str(emit, ctx, "lru_crawler", crawler_enabled() ? "yes" : "no");
+    emit_u64(emit, ctx, "lru_crawler_sleep", crawler_sleep());
+    emit_u64(emit, ctx, "lru_crawler_tocrawl", crawler_tocrawl());
     emit_str(emit, ctx, "tail_repair_time", "0");
     emit_str(emit, ctx, "flush_enabled", settings.flush_disabled ? "no" : "yes");
-    emit_str(emit, ctx, "dump_enabled", "yes");
+    emit_str(emit, ctx, "dump_enabled", settings.dump_disabled ? "no" : "yes");
     emit_str(emit, ctx, "hash_algorithm", "murmur3");
     emit_fixed(emit, ctx, lru_fixed);
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
+    emit_u64(emit, ctx, "watcher_logbuf_size", settings.watcher_logbuf);
     emit_fixed(emit, ctx, ext_fixed);
     /* slabcache's own. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());
@@ -506,8 +517,12 @@ emit_items(stats_emit_fn emit, void *ctx)
         emit_class_u64(emit, ctx, "items:", c, "reclaimed", s.reclaimed);
         emit_class_u64(emit, ctx, "items:", c, "expired_unfetched", s.expired_unfetched);
         emit_class_u64(emit, ctx, "items:", c, "evicted_unfetched", s.evicted_unfetched);
+        emit_class_u64(emit, ctx, "items:", c, "evicted_active", 0);
+        emit_class_u64(emit, ctx, "items:", c, "crawler_reclaimed",
+                       item_crawler_reclaimed(c));
+        emit_class_u64(emit, ctx, "items:", c, "crawler_items_checked",
+                       item_crawler_checked(c));
         static const char *const absent[] = {
-            "evicted_active", "crawler_reclaimed", "crawler_items_checked",
             "lrutail_reflocked", "moves_to_cold", "moves_to_warm",
             "moves_within_lru", "direct_reclaims", "hits_to_hot",
             "hits_to_warm",
@@ -560,4 +575,5 @@ stats_reset(void)
     atomic_store(&total_connections, 0);
     atomic_store(&rejected_connections, 0);
     item_reset_stats();
+    stats_detail_clear();
 }

@@ -50,13 +50,22 @@ struct lru {
     uint64_t     expired_unfetched;
     uint64_t     outofmemory;
     uint64_t     evicted_by_slab;
+    _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
+    _Atomic uint64_t crawler_items_checked;
 };
 
 static struct lru             lrus[SLAB_CLASS_MAX + 1];
+static _Atomic item_evict_hook_fn evict_hook;
 static bool                   cas_enabled;
 static _Atomic uint64_t       cas_seq;
 static _Atomic rel_time_t     oldest_live;
 static _Atomic uint64_t       oldest_cas;
+
+void
+item_set_evict_hook(item_evict_hook_fn fn)
+{
+    atomic_store_explicit(&evict_hook, fn, memory_order_release);
+}
 
 int
 item_setup(bool use_cas)
@@ -200,6 +209,11 @@ lru_drop_locked(struct lru *l, struct item *it, uint32_t hv, bool dead,
         l->evicted_time = now - it->time;
         l->evicted_nonzero += it->exptime != 0;
         l->evicted_unfetched += !(f & ITEM_FETCHED);
+        item_evict_hook_fn hook = atomic_load_explicit(&evict_hook,
+                                                       memory_order_acquire);
+        if (hook != NULL) {
+            hook(it, now);
+        }
     }
 }
 
@@ -526,6 +540,71 @@ item_slab_evict(uint32_t sid, uint8_t cls)
 }
 
 /* --- walking live items ------------------------------------------------------- */
+
+/*
+ * Crawl one chunk: if it holds a linked item that is dead (expired or
+ * flushed), unlink it under its partition lock, as a get would have.
+ * Counts a checked item per linked chunk seen.
+ */
+static void
+crawl_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now)
+{
+    struct item *it = slab_chunk_in(sid, cls, idx);
+    uint8_t f = item_iflags(it);
+
+    if ((f & ITEM_FREE) || !(f & ITEM_LINKED)) {
+        return;
+    }
+    atomic_fetch_add_explicit(&lrus[cls].crawler_items_checked, 1,
+                              memory_order_relaxed);
+    uint32_t hv = item_hash(it);
+    assoc_lock(hv);
+    f = item_iflags(it);
+    if (!(f & ITEM_FREE) && (f & ITEM_LINKED) &&
+        assoc_find(item_key(it), item_nkey(it), hv) == it &&
+        item_is_dead(it, now)) {
+        do_item_unlink(it, hv);
+        atomic_fetch_add_explicit(&lrus[cls].crawler_reclaimed, 1,
+                                  memory_order_relaxed);
+    }
+    assoc_unlock(hv);
+}
+
+bool
+item_crawl_step(struct item_cursor *cur, const uint64_t classes[4],
+                uint32_t max)
+{
+    rel_time_t now = clock_now();
+    uint32_t n = slab_table_count();
+
+    for (; cur->sid < n; cur->sid++, cur->idx = 0) {
+        struct slab_info info;
+        if (!slab_table_info(cur->sid, &info) || info.cls == 0 ||
+            !(classes[info.cls / 64] & (1ull << (info.cls % 64)))) {
+            continue;
+        }
+        uint32_t per = slab_class_perslab(info.cls);
+        while (cur->idx < per) {
+            if (max-- == 0) {
+                return true;
+            }
+            crawl_chunk(cur->sid, info.cls, cur->idx++, now);
+        }
+    }
+    return false;
+}
+
+uint64_t
+item_crawler_reclaimed(uint8_t cls)
+{
+    return atomic_load_explicit(&lrus[cls].crawler_reclaimed, memory_order_relaxed);
+}
+
+uint64_t
+item_crawler_checked(uint8_t cls)
+{
+    return atomic_load_explicit(&lrus[cls].crawler_items_checked, memory_order_relaxed);
+}
 
 /*
  * Chunk idx of slab sid, read as an item of class cls: copy it if it is
@@ -1097,6 +1176,8 @@ item_reset_stats(void)
         lrus[c].reclaimed = lrus[c].expired_unfetched = 0;
         lrus[c].outofmemory = 0;
         lrus[c].evicted_by_slab = 0;
+        atomic_store(&lrus[c].crawler_reclaimed, 0);
+        atomic_store(&lrus[c].crawler_items_checked, 0);
         slab_unlock(c);
     }
 }

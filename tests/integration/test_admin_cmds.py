@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""memcached's operator commands: slabs reassign/automove, lru_crawler,
+stats detail, watch, shutdown, and the -X/-W/-o switches behind them.
+
+Answers are memcached 1.6.18's bytes. Checks marked slabcache_only() differ
+by design (notes/compatibility.md says how); the rest pass against
+Debian's memcached as well.
+
+Run: SLABCACHE=path/to/binary python3 tests/integration/test_admin_cmds.py
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sclib import (Server, test, run_all, check, eq, require_binary,  # noqa
+                   slabcache_only, wait_until, server_binary, is_memcached)
+
+WATCH_RE = {
+    "item_get": re.compile(r"^ts=\d+\.\d+ gid=\d+ type=item_get key=(\S+) "
+                           r"status=(\w+) clsid=\d+ cfd=\d+ size=\d+$"),
+    "item_store": re.compile(r"^ts=\d+\.\d+ gid=\d+ type=item_store key=(\S+) "
+                             r"status=(\w+) cmd=(\w+) ttl=\d+ clsid=\d+ "
+                             r"cfd=\d+ size=\d+$"),
+    "eviction": re.compile(r"^ts=\d+\.\d+ gid=\d+ type=eviction key=(\S+) "
+                           r"fetch=(yes|no) ttl=-?\d+ la=\d+ clsid=\d+ "
+                           r"size=\d+$"),
+}
+
+
+def class_of(c, key):
+    c.send(b"lru_crawler metadump all\r\n")
+    data = b""
+    while not data.endswith(b"END\r\n"):
+        data += c.sock.recv(1 << 20)
+    m = re.search(rb"key=%s exp=\S+ la=\d+ cas=\d+ fetch=\w+ cls=(\d+)"
+                  % re.escape(key.encode()), data)
+    return int(m.group(1))
+
+
+def fill(c, prefix, size, n):
+    v = b"x" * size
+    for i in range(0, n, 200):
+        c.send(b"".join(b"set %s%d 0 0 %d noreply\r\n%s\r\n"
+                        % (prefix.encode(), j, size, v)
+                        for j in range(i, min(n, i + 200))))
+    eq(c.cmd("version")[:8], "VERSION ")
+
+
+@test
+def slabs_reassign_answers_and_moves():
+    with Server("-m", "64") as s, s.client() as c:
+        eq(c.cmd("slabs reassign 1 1"), "SAME src and dst class are identical")
+        eq(c.cmd("slabs reassign 1 300"), "BADCLASS invalid src or dst class id")
+        eq(c.cmd("slabs reassign -2 1"), "BADCLASS invalid src or dst class id")
+        eq(c.cmd("slabs reassign a b"), "CLIENT_ERROR bad command line format")
+        eq(c.cmd("slabs reassign 1"), "ERROR")
+        eq(c.cmd("slabs reassign 1 2 noreply"), "ERROR")
+        eq(c.cmd("slabs reassign 0 1"), "NOSPARE source class has no spare pages")
+        # three slabs' worth of 2000-byte values in one class
+        fill(c, "big", 2000, 1500)
+        src = class_of(c, "big0")
+        dst = class_of(c, "big0") - 5
+        slabs = c.stats("slabs")
+        before = int(slabs["%d:total_pages" % src])
+        check(before >= 3, "src holds %d slabs" % before)
+        reply = c.cmd("slabs reassign %d %d" % (src, dst))
+        if is_memcached():      # memcached queues the move
+            eq(reply, "OK")
+            return
+        eq(reply, "OK", "reassign")
+        slabs = c.stats("slabs")
+        eq(int(slabs["%d:total_pages" % src]), before - 1, "src lost a slab")
+        eq(int(slabs["%d:total_pages" % dst]), 1, "dst gained it")
+        items = c.stats("items")
+        check(int(items["items:%d:number" % src]) < 1500, "its items dropped")
+        eq(c.cmd("slabs reassign %d 9" % dst),
+           "NOSPARE source class has no spare pages")
+
+
+@test
+def slabs_automove_picks_the_eviction_stack():
+    with Server() as s, s.client() as c:
+        eq(c.cmd("slabs automove 3"), "ERROR")
+        eq(c.cmd("slabs automove x"), "CLIENT_ERROR bad command line format")
+        eq(c.cmd("slabs automove ratio x"), "ERROR")
+        c.send(b"slabs automove 1 noreply\r\n")
+        eq(c.cmd("slabs automove 0"), "OK")
+        if is_memcached():
+            return
+        expect = {"0": "lru", "1": "lrc,lru", "2": "lrc"}
+        for level, stack in expect.items():
+            eq(c.cmd("slabs automove " + level), "OK")
+            st = c.stats("settings")
+            eq(st["evictions_policy"], stack, "stack for automove " + level)
+            eq(st["slab_automove"], level, "slab_automove shown")
+        eq(c.cmd("slabs automove ratio 0.5"),
+           "CLIENT_ERROR slabcache has no automove ratio")
+
+
+@test
+def lru_crawler_reclaims_expired_items():
+    with Server("-m", "64") as s, s.client() as c:
+        eq(c.cmd("lru_crawler crawl hash"), "ERROR an unknown error happened")
+        eq(c.cmd("lru_crawler crawl 0"), "BADCLASS invalid class id")
+        eq(c.cmd("lru_crawler crawl 1,x"), "BADCLASS invalid class id")
+        eq(c.cmd("lru_crawler crawl all extra"), "ERROR")
+        eq(c.cmd("lru_crawler sleep 1000001"),
+           "CLIENT_ERROR sleep must be one second or less")
+        eq(c.cmd("lru_crawler sleep 0"), "OK")
+        eq(c.cmd("lru_crawler tocrawl -1"), "CLIENT_ERROR bad command line format")
+        eq(c.cmd("lru_crawler tocrawl 0"), "OK")
+        eq(c.cmd("lru_crawler enable"), "ERROR failed to start lru crawler thread")
+        if is_memcached():
+            # its LRU maintainer reclaims on its own schedule: the counts
+            # below are slabcache's
+            return
+        for i in range(500):
+            c.send(b"set exp%d 0 1 1 noreply\r\nx\r\n" % i)
+        fill(c, "keep", 10, 100)
+        eq(c.stats()["curr_items"], "600")
+        time.sleep(2.2)             # the 1-second items are now expired
+        eq(c.cmd("lru_crawler crawl all"), "OK")
+        check(wait_until(lambda: c.stats()["crawler_reclaimed"] == "500", 10),
+              "crawler reclaimed %s" % c.stats()["crawler_reclaimed"])
+        st = c.stats()
+        eq(st["curr_items"], "100", "expired items unlinked")
+        check(int(st["lru_crawler_starts"]) >= 1, "starts counted")
+        eq(c.get("keep1"), b"x" * 10, "live items kept")
+        eq(c.cmd("lru_crawler disable"), "OK")
+        eq(c.cmd("lru_crawler crawl all"), "CLIENT_ERROR lru crawler disabled")
+        eq(c.cmd("lru_crawler metadump all"), "CLIENT_ERROR lru crawler disabled")
+        eq(c.cmd("lru_crawler enable"), "OK")
+
+
+@test
+def stats_detail_counts_by_prefix():
+    with Server() as s, s.client() as c:
+        eq(c.cmd("stats detail"), "CLIENT_ERROR usage: stats detail on|off|dump")
+        eq(c.cmd("stats detail on"), "OK")
+        eq(c.set("foo:1", "x"), "STORED")
+        c.get("foo:1")
+        c.get("foo:2")
+        c.get("noprefix")
+        eq(c.cmd("delete foo:1"), "DELETED")
+        c.send(b"stats detail dump\r\n")
+        eq(c.read_line(), b"PREFIX foo get 2 hit 1 set 1 del 1")
+        eq(c.read_line(), b"END")
+        eq(c.stats("settings")["detail_enabled"], "yes")
+        eq(c.cmd("stats detail off"), "OK")
+        c.get("foo:1")
+        c.send(b"stats detail dump\r\n")
+        eq(c.read_line(), b"PREFIX foo get 2 hit 1 set 1 del 1", "off: not counted")
+        eq(c.read_line(), b"END")
+
+
+def watch_lines(w, want, timeout=5.0):
+    """Read watch lines until `want` of them arrived."""
+    lines = []
+    end = time.monotonic() + timeout
+    w.sock.settimeout(0.2)
+    buf = w.buf
+    while len(lines) < want and time.monotonic() < end:
+        try:
+            chunk = w.sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        buf += chunk
+        *done, buf = buf.split(b"\n")
+        lines += [l.decode() for l in done]
+    w.buf = buf
+    return lines
+
+
+@test
+def watch_fetchers_mutations_evictions():
+    with Server("-m", "8") as s, s.client() as c, s.client() as w:
+        eq(w.cmd("watch foo"), "ERROR")
+        w.send(b"watch fetchers mutations\r\n")
+        eq(w.read_line(), b"OK")
+        time.sleep(0.1)
+        eq(c.set("wk", "v"), "STORED")
+        c.get("wk")
+        c.get("nope")
+        # memcached also logs the lookup inside its set (a not_found get
+        # before the store line); slabcache logs the commands only.
+        lines = watch_lines(w, 4 if is_memcached() else 3)
+        lines = [l for l in lines if "key=wk status=not_found" not in l]
+        eq(len(lines), 3, "three lines: %r" % lines)
+        m = WATCH_RE["item_store"].match(lines[0])
+        check(m and m.group(1) == "wk" and m.group(2) == "stored" and
+              m.group(3) == "set", "store line %r" % lines[0])
+        m = WATCH_RE["item_get"].match(lines[1])
+        check(m and m.groups() == ("wk", "found"), "get line %r" % lines[1])
+        m = WATCH_RE["item_get"].match(lines[2])
+        check(m and m.groups() == ("nope", "not_found"), "miss %r" % lines[2])
+    with Server("-m", "8") as s, s.client() as c, s.client() as w:
+        w.send(b"watch evictions\r\n")
+        eq(w.read_line(), b"OK")
+        time.sleep(0.1)
+        fill(c, "ev", 1000, 20000)      # 20 MB into 8 MB
+        lines = watch_lines(w, 10)
+        check(len(lines) >= 10, "eviction lines: %r" % lines[:3])
+        for line in lines[:10]:
+            check(WATCH_RE["eviction"].match(line) or line.startswith("skipped="),
+                  "eviction line %r" % line)
+
+
+@test
+def slow_watcher_drops_lines_and_says_so():
+    slabcache_only()    # the buffer size knob differs
+    with Server("-o", "watcher_logbuf_size=1") as s, s.client() as c:
+        w = socket.create_connection(("127.0.0.1", s.port))
+        w.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        w.sendall(b"watch fetchers\r\n")
+        time.sleep(0.2)
+        # far more lines than the watcher's 1 KB buffer and socket hold
+        for _ in range(20):
+            c.send(b"get " + b" ".join(b"k%d" % i for i in range(500)) + b"\r\n")
+            c.read_line()
+        check(int(c.stats()["log_watcher_skipped"]) > 0, "lines skipped")
+        eq(c.get("k1"), None, "the cache kept serving")
+        data = b""
+        w.settimeout(0.5)
+        try:
+            while len(data) < 4 << 20:
+                chunk = w.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+        check(re.search(rb"^skipped=\d+$", data, re.M), "a skipped= line")
+        w.close()
+
+
+@test
+def disabled_dumping_and_watch():
+    with Server("-X", "-W") as s, s.client() as c:
+        eq(c.cmd("stats cachedump 1 1"), "CLIENT_ERROR stats cachedump not allowed")
+        eq(c.cmd("lru_crawler metadump all"), "ERROR metadump not allowed")
+        eq(c.cmd("watch"), "CLIENT_ERROR watch commands not allowed")
+        eq(c.stats("settings")["dump_enabled"], "no")
+
+
+@test
+def no_slab_reassign_and_no_lru_crawler():
+    with Server("-o", "no_slab_reassign,no_lru_crawler") as s, s.client() as c:
+        eq(c.cmd("slabs reassign 1 2"), "CLIENT_ERROR slab reassignment disabled")
+        eq(c.cmd("lru_crawler crawl all"), "CLIENT_ERROR lru crawler disabled")
+        st = c.stats("settings")
+        eq(st["slab_reassign"], "no")
+        eq(st["lru_crawler"], "no")
+        if not is_memcached():
+            eq(st["evictions_policy"], "lru", "no slab moves at all")
+        eq(c.cmd("lru_crawler enable"), "OK")
+        eq(c.cmd("lru_crawler crawl all"), "OK")
+
+
+def start_exit(*args):
+    """Start the server with args; (exit code or None if it kept running,
+    stderr)."""
+    p = subprocess.Popen([server_binary(), "-p", "0", "-U", "0", "-l",
+                          "127.0.0.1"] + list(args),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _, err = p.communicate(timeout=1.5)
+        return p.returncode, err.decode()
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        return None, ""
+
+
+@test
+def extended_options_work_or_are_refused():
+    slabcache_only()
+    for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=1024",
+                "ext_path=/tmp/x:1G", "ssl_key=k", "hash_algorithm=xxh3",
+                "no_such_option", "slab_automove=3", "no_modern"):
+        code, err = start_exit("-o", opt)
+        eq(code, 64, "-o %s must be refused (%r)" % (opt, err))
+        check(err.strip() and "\n" not in err.strip(), "one-line error: %r" % err)
+    code, err = start_exit("-o", "slab_automove=0", "--eviction=lra")
+    eq(code, 64, "automove and --eviction together")
+    for opt in ("modern", "maxconns_fast", "no_lru_maintainer",
+                "hash_algorithm=murmur3", "slab_automove=2", "lru_crawler_sleep=50",
+                "lru_crawler_tocrawl=100", "watcher_logbuf_size=64"):
+        with Server("-o", opt) as s, s.client() as c:
+            st = c.stats("settings")
+            if opt == "slab_automove=2":
+                eq(st["evictions_policy"], "lrc")
+            if opt == "lru_crawler_sleep=50":
+                eq(st["lru_crawler_sleep"], "50")
+            if opt == "lru_crawler_tocrawl=100":
+                eq(st["lru_crawler_tocrawl"], "100")
+            if opt == "watcher_logbuf_size=64":
+                eq(st["watcher_logbuf_size"], "65536")
+
+
+@test
+def shutdown_modes():
+    with Server() as s, s.client() as c:
+        eq(c.cmd("shutdown graceful"), "ERROR: shutdown not enabled")
+    with Server("-A") as s, s.client() as c:
+        eq(c.cmd("shutdown foo"), "CLIENT_ERROR invalid shutdown mode")
+        eq(c.cmd("shutdown graceful extra"), "CLIENT_ERROR invalid shutdown mode")
+        c.send(b"shutdown graceful\r\n")
+        eq(s.wait_exit(5.0), 0, "graceful shutdown exits 0")
+
+
+if __name__ == "__main__":
+    require_binary()
+    run_all()
