@@ -22,6 +22,7 @@
 #include "stats.h"
 
 #define MEMLIMIT_MIN_MB 8
+#define MEMLIMIT_MAX_MB 1000000000  /* larger: bytes given for megabytes */
 #define DISPATCH_COPY_MAX 256   /* smaller values are copied, see reply_value */
 
 static dispatch_shutdown_fn shutdown_hook;
@@ -516,6 +517,12 @@ do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
     if (req->arg < MEMLIMIT_MIN_MB) {
         if (!req->noreply) {
             dispatch_reply_line(d, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
+        }
+        return DISPATCH_DONE;
+    }
+    if (req->arg > MEMLIMIT_MAX_MB) {
+        if (!req->noreply) {
+            dispatch_reply_line(d, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
         }
         return DISPATCH_DONE;
     }

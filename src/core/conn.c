@@ -231,8 +231,8 @@ conn_kick_idle(struct conn_list *list, uint32_t timeout)
     /* Only this thread changes the list, so it is walked unlocked. */
     for (; c != NULL; c = next) {
         next = c->next;
-        if (c->state == CONN_CMD && c->rpos == c->rlen &&
-            now - c->last_cmd > timeout) {
+        /* Waiting for a command, or for the rest of one, as memcached. */
+        if (c->state == CONN_CMD && now - c->last_cmd > timeout) {
             STATS_INCR(c->stats, idle_kicks);
             conn_free(c);
         }

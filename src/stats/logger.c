@@ -193,13 +193,13 @@ line_head(char *line, size_t cap)
 }
 
 static void
-emit(uint32_t kind, const char *fmt_tail_done, int head, int tail)
+emit(uint32_t kind, const char *line, int head, int tail)
 {
     if (head < 0 || tail < 0) {
         return;
     }
     size_t len = (size_t)head + (size_t)tail;
-    broadcast(kind, fmt_tail_done, len < LINE_MAX_BYTES ? len : LINE_MAX_BYTES - 1);
+    broadcast(kind, line, len < LINE_MAX_BYTES ? len : LINE_MAX_BYTES - 1);
 }
 
 void

@@ -41,12 +41,25 @@ def disable_flush_all():
 
 
 @test
+def memlimit_in_megabytes():
+    with Server() as s, s.client() as c:
+        eq(c.cmd("cache_memlimit 1000000001"),
+           "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes")
+        eq(c.cmd("cache_memlimit 7"),
+           "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m")
+        eq(c.cmd("cache_memlimit 100"), "OK")
+
+
+@test
 def idle_timeout_closes_idle_connections():
-    with Server("-o", "idle_timeout=1") as s, s.client() as idle:
+    with Server("-o", "idle_timeout=1") as s, s.client() as idle, \
+            s.client() as partial:
         eq(idle.cmd("version")[:8], "VERSION ")
+        partial.send(b"get half-a-comm")      # waiting for the rest
         check(idle.wait_closed(6.0), "idle connection not closed")
+        check(partial.wait_closed(6.0), "connection mid-command not closed")
         with s.client() as c:
-            eq(c.stats()["idle_kicks"], "1", "idle_kicks")
+            eq(c.stats()["idle_kicks"], "2", "idle_kicks")
             eq(c.stats("settings")["idle_timeout"], "1")
     with Server() as s, s.client() as c:
         check("idle_kicks" not in c.stats(), "no idle_kicks without -o")
