@@ -94,6 +94,10 @@ struct stats_thread {
     X(total_connections)      \
     X(rejected_connections)   \
     X(connection_structures)
+/* Accepting paused for lack of descriptors: times, and microseconds. */
+#define STATS_LISTEN_COUNTERS(X) \
+    X(listen_disabled_num)    \
+    X(time_in_listen_disabled_us)
 
 /* Slab-level eviction figures: per class in `stats slabs`, and global. */
 #define STATS_SLAB_EVICT_CLASS(X) \
@@ -131,6 +135,7 @@ void  stats_set_conn_figures(size_t read_buf_size, uint32_t reserved_fds);
 void  stats_conn_open(void);
 void  stats_conn_close(void);
 void  stats_conn_rejected(void);
+void  stats_listen_disabled(uint64_t us);   /* one pause of us microseconds */
 uint64_t stats_curr_connections(void);
 
 /* `stats detail` (detail.c): per key-prefix request counts. */

@@ -63,20 +63,57 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     clock_tick();
 }
 
-/* Descriptors beyond -c: listeners, worker pipes, logs, stdio. */
-#define RESERVED_FDS 64
+/*
+ * Descriptors beyond -c: stdio, listeners (up to 16), two per worker pipe,
+ * and one more for the connection refused at -c (it is accepted, told
+ * "ERROR Too many open connections", and closed).
+ */
+static uint32_t
+reserved_fds(void)
+{
+    return 3 + 16 + 2 * (uint32_t)settings.threads + 1;
+}
 
-/* Each connection needs a descriptor: make room for -c of them. */
-static void
-raise_fd_limit(void)
+/*
+ * Each connection needs a descriptor: make room for -c of them. When the
+ * hard limit is lower, -c is lowered to fit, with a warning (memcached
+ * refuses to start instead; a drop-in serving slightly fewer connections
+ * beats one that does not start under a stock `ulimit -n`). Nothing left
+ * for clients at all: refuse, exit 71.
+ */
+static int
+fit_fd_limit(void)
 {
     struct rlimit rl;
-    rlim_t want = (rlim_t)settings.max_conns + RESERVED_FDS;
+    rlim_t want = (rlim_t)settings.max_conns + reserved_fds();
 
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < want) {
-        rl.rlim_cur = want > rl.rlim_max ? rl.rlim_max : want;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        fprintf(stderr, "slabcache: cannot read the open files limit: %s\n", strerror(errno));
+        return EX_OSERR;
     }
+    if (rl.rlim_cur >= want) {
+        return 0;
+    }
+    rl.rlim_cur = want;
+    if (rl.rlim_max < want) {
+        rl.rlim_max = want;     /* root may raise the hard limit too */
+    }
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        return 0;
+    }
+    getrlimit(RLIMIT_NOFILE, &rl);
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+    if (rl.rlim_cur <= reserved_fds()) {
+        fprintf(stderr, "slabcache: the open files limit (%llu) leaves no descriptor for "
+                "clients: raise ulimit -n\n", (unsigned long long)rl.rlim_cur);
+        return EX_OSERR;
+    }
+    long fit = (long)(rl.rlim_cur - reserved_fds());
+    fprintf(stderr, "slabcache: warning: open files limit %llu: -c lowered from %ld to %ld\n",
+            (unsigned long long)rl.rlim_cur, settings.max_conns, fit);
+    settings.max_conns = fit;
+    return 0;
 }
 
 /*
@@ -213,17 +250,20 @@ main(int argc, char **argv)
                 "expected a comma-separated list of lru, random, lra, lrc, none\n", settings.eviction);
         return EX_USAGE;
     }
+    int fd_rc = fit_fd_limit();
+    if (fd_rc != 0) {
+        return fd_rc;
+    }
     if (settings.daemonize && daemon(1, 0) != 0) {
         fprintf(stderr, "slabcache: failed to daemonize: %s\n", strerror(errno));
         return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
-    raise_fd_limit();
     if (storage_setup() != 0) {
         return EXIT_FAILURE;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
-    stats_set_conn_figures(CONN_RBUF_INIT, RESERVED_FDS);
+    stats_set_conn_figures(CONN_RBUF_INIT, reserved_fds());
     logger_setup(settings.watcher_logbuf);
     item_set_evict_hook(admin_evict_hook);
     if (crawler_setup(settings.lru_crawler) != 0) {

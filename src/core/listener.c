@@ -4,9 +4,16 @@
  * The -c limit is enforced here, at accept time, so a client beyond it
  * gets memcached's "ERROR Too many open connections" and is closed without
  * ever costing a worker anything.
+ *
+ * When accept() itself fails for lack of descriptors (EMFILE, ENFILE: the
+ * limit was lowered under us, or the system ran out), every listener is
+ * paused for LISTEN_BACKOFF_MS instead of being retried at once (a
+ * level-triggered listener would spin and log without end), the pause is
+ * logged once and counted as memcached counts it (listen_disabled_num).
  */
 #include "listener.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,6 +28,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "clock.h"
 #include "log.h"
 #include "proto.h"
 #include "settings.h"
@@ -28,9 +36,58 @@
 #include "worker.h"
 
 #define LISTENERS_MAX 16
+#define LISTEN_BACKOFF_MS 100
 
 static struct evconnlistener *listeners[LISTENERS_MAX];
 static int                    nlisteners;
+static struct event          *resume_ev;
+static uint64_t               paused_at_ns;
+
+static void
+listeners_enable(bool on)
+{
+    for (int i = 0; i < nlisteners; i++) {
+        if (on) {
+            evconnlistener_enable(listeners[i]);
+        } else {
+            evconnlistener_disable(listeners[i]);
+        }
+    }
+}
+
+static void
+listener_on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    stats_listen_disabled((clock_mono_ns() - paused_at_ns) / 1000);
+    listeners_enable(true);
+}
+
+static void
+listener_on_error(struct evconnlistener *l, void *arg)
+{
+    int err = EVUTIL_SOCKET_ERROR();
+    struct timeval backoff = { 0, LISTEN_BACKOFF_MS * 1000 };
+
+    (void)arg;
+    if (err != EMFILE && err != ENFILE) {
+        log_error("accept: %s", evutil_socket_error_to_string(err));
+        return;
+    }
+    if (resume_ev == NULL) {
+        resume_ev = evtimer_new(evconnlistener_get_base(l), listener_on_resume, NULL);
+    }
+    if (resume_ev == NULL || evtimer_pending(resume_ev, NULL)) {
+        return;
+    }
+    log_error("accept: %s: not accepting for %d ms",
+              evutil_socket_error_to_string(err), LISTEN_BACKOFF_MS);
+    paused_at_ns = clock_mono_ns();
+    listeners_enable(false);
+    evtimer_add(resume_ev, &backoff);
+}
 
 static void
 listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
@@ -72,6 +129,7 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
     if (l == NULL) {
         return -1;
     }
+    evconnlistener_set_error_cb(l, listener_on_error);
     listeners[nlisteners++] = l;
     return 0;
 }
@@ -150,6 +208,10 @@ listener_teardown(void)
         evconnlistener_free(listeners[i]);
     }
     nlisteners = 0;
+    if (resume_ev != NULL) {
+        event_free(resume_ev);
+        resume_ev = NULL;
+    }
     if (settings.socket_path != NULL) {
         unlink(settings.socket_path);
     }

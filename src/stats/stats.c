@@ -36,6 +36,7 @@ static uint32_t             reserved_fds;
 
 #define CONN_FIELD(name) static _Atomic uint64_t name;
 STATS_CONN_COUNTERS(CONN_FIELD)
+STATS_LISTEN_COUNTERS(CONN_FIELD)
 #undef CONN_FIELD
 
 static const struct {
@@ -106,6 +107,13 @@ stats_conn_open(void)
 
 void stats_conn_close(void)     { atomic_fetch_sub(&curr_connections, 1); }
 void stats_conn_rejected(void)  { atomic_fetch_add(&rejected_connections, 1); }
+
+void
+stats_listen_disabled(uint64_t us)
+{
+    atomic_fetch_add(&listen_disabled_num, 1);
+    atomic_fetch_add(&time_in_listen_disabled_us, us);
+}
 uint64_t stats_curr_connections(void) { return atomic_load(&curr_connections); }
 
 stats_section_t
@@ -288,8 +296,9 @@ emit_general(stats_emit_fn emit, void *ctx)
     EMIT_THREAD(bytes_written)
     emit_u64(emit, ctx, "limit_maxbytes", slab_limit());
     emit_u64(emit, ctx, "accepting_conns", 1);
-    emit_u64(emit, ctx, "listen_disabled_num", 0);
-    emit_u64(emit, ctx, "time_in_listen_disabled_us", 0);
+#define EMIT_LISTEN(name) emit_u64(emit, ctx, #name, atomic_load(&name));
+    STATS_LISTEN_COUNTERS(EMIT_LISTEN)
+#undef EMIT_LISTEN
     emit_u64(emit, ctx, "threads", (uint64_t)settings.threads);
     EMIT_THREAD(conn_yields)
 #undef EMIT_THREAD
