@@ -4,9 +4,12 @@
  * Per readable event a connection does one read(), handles every complete
  * request in its buffer (at most -R of them, then yields to other
  * connections) and answers them with one write. Input is bounded by the
- * line limits of the protocol; output is bounded by pausing input while
- * more than CONN_OUT_HIGH bytes or CONN_OUT_SEGS pieces wait for a slow
- * reader.
+ * line limits of the protocol; output is bounded by pausing input while a
+ * slow reader leaves more than CONN_OUT_COPY_HIGH bytes of copied answers
+ * (the copy buffer is reused only once everything is sent), CONN_OUT_HIGH
+ * bytes in all (values queued by reference, which pin their items) or
+ * CONN_OUT_SEGS pieces waiting. A connection that never reads thus holds
+ * at most its 16 KB read buffer and a 64 KB copy buffer.
  */
 #ifndef SC_CONN_H
 #define SC_CONN_H
@@ -16,8 +19,10 @@
 #include <stdint.h>
 
 #define CONN_RBUF_INIT  16384
-#define CONN_OUT_HIGH   (1024u * 1024)      /* queued bytes */
-#define CONN_OUT_SEGS   8192                /* queued pieces (~40 B each) */
+#define CONN_OUT_HIGH   (1024u * 1024)      /* queued bytes, references included */
+#define CONN_OUT_COPY_HIGH (32u * 1024)     /* copied bytes: the buffer doubles
+                                               past it to at most 64 KB */
+#define CONN_OUT_SEGS   2048                /* queued pieces (32 B each) */
 
 struct conn;
 struct event_base;

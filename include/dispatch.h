@@ -52,10 +52,12 @@ struct dispatch_ctx {
     uint64_t             cas;
     bool                 noreply;
     uint64_t             swallow;   /* DISPATCH_SWALLOW: bytes to drop */
-    /* A multi-get answers keys only while less than out_limit bytes (and
-     * out_segs_limit pieces) wait to be sent, so its answer never holds
-     * more than one connection's output bound, whatever the line length. */
+    /* A multi-get or a dump answers only while less than out_limit bytes,
+     * out_copy_limit copied bytes and out_segs_limit pieces wait to be
+     * sent, so its answer never holds more than one connection's output
+     * bound, whatever the line length. */
     size_t               out_limit;
+    size_t               out_copy_limit;
     uint32_t             out_segs_limit;
     struct {
         proto_cmd_t      cmd;

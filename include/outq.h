@@ -48,6 +48,9 @@ int     outq_add(struct outq *q, const void *p, size_t n);
 int     outq_add_ref(struct outq *q, const void *p, size_t n, void *ref);
 static inline size_t outq_pending(const struct outq *q) { return q->pending; }
 static inline uint32_t outq_segments(const struct outq *q) { return q->nseg - q->head; }
+/* Bytes of the copy buffer in use: copies since it was last empty, sent
+ * or not (it is reset, not compacted, once everything is sent). */
+static inline size_t outq_copied(const struct outq *q) { return q->buf_len; }
 /*
  * Take back everything queued since outq_mark() returned `mark`, releasing
  * its references: how a multi-key answer is replaced by an error line.

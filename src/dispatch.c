@@ -178,6 +178,7 @@ bool
 dispatch_out_full(const struct dispatch_ctx *d)
 {
     return outq_pending(d->out) > d->out_limit ||
+           outq_copied(d->out) > d->out_copy_limit ||
            outq_segments(d->out) > d->out_segs_limit;
 }
 

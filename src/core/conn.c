@@ -149,6 +149,7 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     c->d.out = &c->out;
     c->d.stats = st;
     c->d.out_limit = CONN_OUT_HIGH;
+    c->d.out_copy_limit = CONN_OUT_COPY_HIGH;
     c->d.out_segs_limit = CONN_OUT_SEGS;
     c->d.fd = fd;
     c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
@@ -325,7 +326,7 @@ conn_read(struct conn *c)
 /* --- processing ------------------------------------------------------------------ */
 
 #define WATCH_TICK_US   10000           /* how often watch lines are moved */
-#define WATCH_OUT_MAX   (64u * 1024)    /* a watcher's queued output bound */
+#define WATCH_OUT_MAX   CONN_OUT_COPY_HIGH  /* a watcher's queued output bound */
 
 /* Move pending log lines to the output, within the watcher's bound. */
 static void
@@ -336,7 +337,7 @@ conn_on_watch(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (outq_pending(&c->out) < WATCH_OUT_MAX) {
+    if (outq_copied(&c->out) < WATCH_OUT_MAX) {
         size_t n = logger_take(c->d.watcher, buf, sizeof(buf));
         if (n > 0) {
             outq_add(&c->out, buf, n);
@@ -548,8 +549,7 @@ conn_process(struct conn *c)
     long handled = 0;
 
     while (c->state != CONN_CLOSING) {
-        if (outq_pending(&c->out) > CONN_OUT_HIGH ||
-            outq_segments(&c->out) > CONN_OUT_SEGS) {
+        if (dispatch_out_full(&c->d)) {
             /* Slow reader: stop taking input until output drains. */
             event_del(c->ev_read);
             c->read_paused = true;
