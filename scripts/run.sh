@@ -5,4 +5,13 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 "$root/scripts/setup.sh" build
 "$root/scripts/build.sh" "$root/build/release"
-exec "$root/build/release/src/slabcache" -l 127.0.0.1 -p 11211 "$@"
+# Like memcached, slabcache will not run as root without -u: as root, and
+# unless -u is given, run it as nobody.
+user=()
+if [ "$(id -u)" = 0 ]; then
+    case " $* " in
+        *" -u "*|*" --user"*) ;;
+        *) user=(-u nobody) ;;
+    esac
+fi
+exec "$root/build/release/src/slabcache" -l 127.0.0.1 -p 11211 "${user[@]}" "$@"

@@ -5,6 +5,7 @@
  * reverse so sanitizer builds can prove nothing leaks.
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -117,31 +118,44 @@ fit_fd_limit(void)
 }
 
 /*
- * The UNIX socket was created while still root; memcached, which drops
- * privileges first, creates it as the user it runs as. Without the same
- * owner the service user could not connect under the default 0700 mask.
+ * Run as root only with -u, as memcached: exit 64 without it. With it, the
+ * UNIX socket (created while still root; memcached, which drops privileges
+ * first, creates it as the user) is given to the user, then supplementary
+ * groups, gid and uid are dropped in that order, and the drop is checked:
+ * if root could be regained, slabcache refuses to go on.
  */
 static int
 drop_privileges(void)
 {
-    if (settings.user == NULL || getuid() != 0) {
+    if (getuid() != 0 && geteuid() != 0) {
         return 0;
+    }
+    if (settings.user == NULL) {
+        fprintf(stderr, "can't run as root without the -u switch\n");
+        return EX_USAGE;
     }
     struct passwd *pw = getpwnam(settings.user);
     if (pw == NULL) {
-        fprintf(stderr, "slabcache: unknown user '%s'\n", settings.user);
-        return -1;
+        fprintf(stderr, "can't find the user %s to switch to\n", settings.user);
+        return EX_NOUSER;
     }
     if (settings.socket_path != NULL &&
         chown(settings.socket_path, pw->pw_uid, pw->pw_gid) != 0) {
         fprintf(stderr, "slabcache: cannot give %s to user '%s': %s\n",
                 settings.socket_path, settings.user, strerror(errno));
-        return -1;
+        return EX_OSERR;
     }
-    if (setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0) {
-        fprintf(stderr, "slabcache: cannot become user '%s': %s\n",
+    if (setgroups(0, NULL) != 0 || setgid(pw->pw_gid) != 0 ||
+        setuid(pw->pw_uid) != 0) {
+        fprintf(stderr, "failed to assume identity of user %s: %s\n",
                 settings.user, strerror(errno));
-        return -1;
+        return EX_OSERR;
+    }
+    if (pw->pw_uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 ||
+                            getgroups(0, NULL) > 0)) {
+        fprintf(stderr, "slabcache: could regain root after becoming %s: refusing to run\n",
+                settings.user);
+        return EX_OSERR;
     }
     return 0;
 }
@@ -199,7 +213,11 @@ run(void)
         fprintf(stderr, "slabcache: failed to listen (port %ld in use?)\n", settings.port);
         return EXIT_FAILURE;
     }
-    if (drop_privileges() != 0 || worker_setup((int)settings.threads) != 0) {
+    int priv = drop_privileges();
+    if (priv != 0) {
+        return priv;
+    }
+    if (worker_setup((int)settings.threads) != 0) {
         return EXIT_FAILURE;
     }
     dispatch_set_shutdown(on_shutdown);
@@ -242,6 +260,10 @@ main(int argc, char **argv)
     }
     if (settings.no_evict) {
         settings.eviction = "none";
+    }
+    if ((getuid() == 0 || geteuid() == 0) && settings.user == NULL) {
+        fprintf(stderr, "can't run as root without the -u switch\n");
+        return EX_USAGE;
     }
     log_set_level((int)settings.verbose);
     clock_setup();

@@ -1,8 +1,9 @@
 """Shared helpers for slabcache integration tests (Python 3 stdlib only).
 
-The server under test is $SLABCACHE (path to a binary). When it points at
-memcached itself, `-u root` is added (memcached refuses to run as root
-otherwise) and slabcache-only checks are skipped (see slabcache_only()).
+The server under test is $SLABCACHE (path to a binary). Run as root, `-u
+root` is added (memcached and slabcache both refuse to run as root
+otherwise). When it points at memcached itself, slabcache-only checks are
+skipped (see slabcache_only()).
 """
 
 import atexit
@@ -130,7 +131,7 @@ class Server:
         for _attempt in range(3):  # retry on a port race
             self.port = free_port()
             cmd = [self.binary, "-l", HOST, "-p", str(self.port), "-U", "0"]
-            if is_memcached(self.binary) and os.geteuid() == 0:
+            if os.geteuid() == 0:     # both refuse root without -u
                 cmd += ["-u", "root"]
             cmd += self.args
             self.cmdline = cmd

@@ -266,8 +266,9 @@ def no_slab_reassign_and_no_lru_crawler():
 def start_exit(*args):
     """Start the server with args; (exit code or None if it kept running,
     stderr)."""
+    root = ["-u", "root"] if os.geteuid() == 0 else []
     p = subprocess.Popen([server_binary(), "-p", "0", "-U", "0", "-l",
-                          "127.0.0.1"] + list(args),
+                          "127.0.0.1"] + root + list(args),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _, err = p.communicate(timeout=1.5)

@@ -79,7 +79,7 @@ def unix_socket_with_mask():
     d = tempfile.mkdtemp(prefix="sc-cli-")
     path = os.path.join(d, "sc.sock")
     args = [server_binary(), "-s", path, "-a", "770"]
-    if is_memcached():
+    if os.geteuid() == 0:
         args += ["-u", "root"]
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -107,7 +107,7 @@ def pidfile_and_daemon():
         port = probe.getsockname()[1]
     args = [server_binary(), "-d", "-P", pidfile, "-l", "127.0.0.1",
             "-p", str(port), "-U", "0"]
-    if is_memcached():
+    if os.geteuid() == 0:
         args += ["-u", "root"]
     # -d: the command itself returns once the daemon has forked.
     p = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,

@@ -33,8 +33,9 @@ def limited(nofile, as_nobody):
 
 def start(nofile, *args, as_nobody=True):
     port = free_port()
+    root = ["-u", "root"] if os.geteuid() == 0 and not as_nobody else []
     p = subprocess.Popen([server_binary(), "-l", HOST, "-p", str(port),
-                          "-U", "0"] + list(args),
+                          "-U", "0"] + root + list(args),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE,
                          preexec_fn=limited(nofile, as_nobody))

@@ -26,9 +26,7 @@ fi
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 extra=()
-case "$(basename "$SERVER")" in
-    *memcached*) [ "$(id -u)" = 0 ] && extra=(-u root) ;;
-esac
+[ "$(id -u)" = 0 ] && extra=(-u root)   # both servers refuse root without -u
 
 errlog=$(mktemp)
 out=$(mktemp)
