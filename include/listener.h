@@ -9,5 +9,8 @@ struct event_base;
 
 int  listener_setup(struct event_base *base);
 void listener_teardown(void);
+/* `stats conns` rows for the listening sockets (memcached lists them
+ * first, in state conn_listening). */
+void listener_stats(void (*emit)(void *, const char *, const char *), void *ctx);
 
 #endif

@@ -48,6 +48,7 @@
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
     X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "verbose (-v) or very verbose (-vv) logging") \
     X(extended,        STR,   'o', "extended",            NULL,        0,   0,           "comma separated extended options") \
+    X(protocol,        STR,   'B', "protocol",            "auto",      0,   0,           "protocol: auto (binary clients are closed until the binary protocol is served) or ascii") \
     X(eviction,        STR,   0,   "eviction",            "lrc,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")
 
 struct settings {
@@ -62,6 +63,7 @@ struct settings {
     uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
     uint32_t idle_timeout;      /* -o idle_timeout=N: close idle conns (0 = never) */
     bool     slab_reassign;     /* -o [no_]slab_reassign: slabs may move */
+    bool     binary_closed;     /* -B auto: a first byte 0x80 closes */
     bool     lru_crawler;       /* -o [no_]lru_crawler: crawler thread runs */
     uint32_t crawler_sleep;     /* -o lru_crawler_sleep=us */
     uint32_t crawler_tocrawl;   /* -o lru_crawler_tocrawl=N */

@@ -8,6 +8,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # Client libraries and operator tools for test_clients.py; a part that
 # cannot be installed makes its check skip, saying so.
 "$root/scripts/setup-clients.sh"
+# memcached 1.6.18's own test suite (t/), from Debian's source package;
+# test_mc_suite.sh skips, saying so, when it could not be fetched.
+"$root/scripts/fetch-memcached-src.sh" >/dev/null
 
 run_check() {
     local dir="$1"; shift

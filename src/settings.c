@@ -209,6 +209,14 @@ static void set_watch_buf(long v)    { settings.watcher_logbuf = (uint32_t)v * 1
 static void set_reassign(long v)     { settings.slab_reassign = v != 0; }
 static void set_crawler(long v)      { settings.lru_crawler = v != 0; }
 static void set_no_automove(long v)  { (void)v; settings.automove = 0; }
+/* memcached 1.4's defaults: no slab moves, no crawler; items are never
+ * chunked here anyway. */
+static void set_no_modern(long v)
+{
+    (void)v;
+    settings.slab_reassign = false;
+    settings.lru_crawler = false;
+}
 static void set_nothing(long v)      { (void)v; }
 
 #define NUM(n, lo, hi, fn)  { n, EXT_NUM, lo, hi, fn, NULL }
@@ -253,7 +261,7 @@ static const struct ext_opt ext_opts[] = {
     REFUSED("slab_sizes", GEOMETRY),
     REFUSED("slab_chunk_max", GEOMETRY),
     REFUSED("no_chunked_items", GEOMETRY),
-    REFUSED("no_modern", "memcached 1.4's defaults are not offered"),
+    SWITCH("no_modern", 0, set_no_modern),
     REFUSED("no_maxconns_fast", "connections past -c are always refused at once"),
     REFUSED("no_hashexpand", "the hash table always grows"),
     REFUSED("worker_logbuf_size", "watch lines go straight to each watcher's buffer"),
@@ -305,6 +313,10 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
     switch (e->kind) {
     case EXT_NUM: {
         long v;
+        if (!has_value && strcmp(e->name, "slab_automove") == 0) {
+            e->apply(1);        /* memcached: bare slab_automove means 1 */
+            return 0;
+        }
         if (!parse_long(value, 10, &v) || v < e->min || v > e->max) {
             char why[64];
             snprintf(why, sizeof(why), "must be between %ld and %ld", e->min, e->max);
@@ -380,6 +392,21 @@ apply_automove(void)
     return 0;
 }
 
+/* -B: ascii, or auto (memcached's default, which also speaks binary:
+ * here a binary client is closed at once, as by default); binary is not
+ * served yet. */
+static int
+check_protocol(void)
+{
+    if (strcmp(settings.protocol, "ascii") != 0 && strcmp(settings.protocol, "auto") != 0) {
+        return usage_error("-B", settings.protocol, strcmp(settings.protocol, "binary") == 0 ?
+                           "the binary protocol is not served yet" :
+                           "must be ascii or auto");
+    }
+    settings.binary_closed = strcmp(settings.protocol, "auto") == 0;
+    return 0;
+}
+
 static int
 check_consistency(void)
 {
@@ -400,7 +427,7 @@ check_consistency(void)
     if (settings.extended != NULL && apply_extended(settings.extended) != 0) {
         return -1;
     }
-    if (apply_automove() != 0) {
+    if (apply_automove() != 0 || check_protocol() != 0) {
         return -1;
     }
     return 0;

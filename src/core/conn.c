@@ -310,8 +310,9 @@ conn_read(struct conn *c)
     STATS_ADD(c->stats, bytes_read, (uint64_t)n);
     if (!c->got_input) {
         c->got_input = true;
-        /* No binary protocol yet: fail its clients fast, never hang them. */
-        if ((unsigned char)dst[0] == PROTO_BINARY_MAGIC) {
+        /* -B auto, without the binary protocol yet: fail its clients
+         * fast, never hang them. (-B ascii reads the byte as text.) */
+        if ((unsigned char)dst[0] == PROTO_BINARY_MAGIC && settings.binary_closed) {
             return -1;
         }
     }

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -39,7 +40,9 @@
 #define LISTEN_BACKOFF_MS 100
 
 static struct evconnlistener *listeners[LISTENERS_MAX];
+static char                   listen_names[LISTENERS_MAX][INET6_ADDRSTRLEN + 16];
 static int                    nlisteners;
+static rel_time_t             listen_since;
 static struct event          *resume_ev;
 static uint64_t               paused_at_ns;
 
@@ -117,6 +120,42 @@ listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
     }
 }
 
+/* memcached's address form: tcp:HOST:PORT, tcp6:[HOST]:PORT, unix:PATH. */
+static void
+listener_name(const struct sockaddr *sa, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "";
+
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+        snprintf(out, cap, "tcp:%s:%u", host, ntohs(sin->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+        snprintf(out, cap, "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
+    } else {
+        snprintf(out, cap, "unix:%s", settings.socket_path);
+    }
+}
+
+void
+listener_stats(void (*emit)(void *, const char *, const char *), void *ctx)
+{
+    char name[48], value[32];
+
+    for (int i = 0; i < nlisteners; i++) {
+        int fd = evconnlistener_get_fd(listeners[i]);
+        snprintf(name, sizeof(name), "%d:addr", fd);
+        emit(ctx, name, listen_names[i]);
+        snprintf(name, sizeof(name), "%d:state", fd);
+        emit(ctx, name, "conn_listening");
+        snprintf(name, sizeof(name), "%d:secs_since_last_cmd", fd);
+        snprintf(value, sizeof(value), "%u", clock_now() - listen_since);
+        emit(ctx, name, value);
+    }
+}
+
 static int
 listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
 {
@@ -130,6 +169,7 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
         return -1;
     }
     evconnlistener_set_error_cb(l, listener_on_error);
+    listener_name(sa, listen_names[nlisteners], sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
     return 0;
 }
@@ -195,6 +235,7 @@ listen_tcp(struct event_base *base)
 int
 listener_setup(struct event_base *base)
 {
+    listen_since = clock_now();
     if (settings.socket_path != NULL) {
         return listen_unix(base);
     }

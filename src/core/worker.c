@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "listener.h"
 #include "log.h"
 #include "settings.h"
 #include "stats.h"
@@ -126,6 +127,7 @@ worker_main(void *arg)
 static void
 worker_conns_stats(stats_emit_fn emit, void *ctx)
 {
+    listener_stats(emit, ctx);
     for (int i = 0; i < nworkers; i++) {
         conn_list_stats(&workers[i].conns, emit, ctx);
     }

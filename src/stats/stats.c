@@ -430,7 +430,8 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "reqs_per_event", (uint64_t)settings.reqs_per_event);
     emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
-    emit_str(emit, ctx, "binding_protocol", "ascii");
+    emit_str(emit, ctx, "binding_protocol",
+             strcmp(settings.protocol, "auto") == 0 ? "auto-negotiate" : "ascii");
     emit_str(emit, ctx, "auth_enabled_sasl", "no");
     emit_str(emit, ctx, "auth_enabled_ascii", "no");
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);

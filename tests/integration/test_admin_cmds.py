@@ -284,7 +284,7 @@ def extended_options_work_or_are_refused():
     slabcache_only()
     for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=1024",
                 "ext_path=/tmp/x:1G", "ssl_key=k", "hash_algorithm=xxh3",
-                "no_such_option", "slab_automove=3", "no_modern"):
+                "no_such_option", "slab_automove=3", "-B"):
         code, err = start_exit("-o", opt)
         eq(code, 64, "-o %s must be refused (%r)" % (opt, err))
         check(err.strip() and "\n" not in err.strip(), "one-line error: %r" % err)
