@@ -70,7 +70,9 @@ extern const struct evict_policy evict_policy_none;
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
 /*
- * Damping, also only when gated: the only slab of a class that was used
+ * Damping, also only when gated and only without the first-slab rule
+ * (slab.h; with it, another class's only slab is never taken): the only
+ * slab of a class that was used
  * within the last EVICT_LAST_SLAB_MS is not taken (evict_slab() fails
  * on it and the policy spends a pick, as on a busy slab), so a class that
  * loses its last slab does not start a chain of classes robbing each
@@ -80,6 +82,12 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
  */
 #define EVICT_LAST_SLAB_MS 1000
 bool            evict_slab_last_in_use(uint32_t sid);
+/*
+ * Under the first-slab rule (slab_first_past_limit()): sid is the only
+ * slab of a class other than cls, which no policy takes (a class may
+ * always re-carve its own). Always false without the rule.
+ */
+bool            evict_slab_last_other(uint32_t sid, uint8_t cls);
 /* All candidates were spared: drop damping if cls holds no slab (true). */
 bool            evict_undamp(struct evict_req *req);
 

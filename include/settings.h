@@ -69,6 +69,7 @@ struct settings {
     uint32_t crawler_tocrawl;   /* -o lru_crawler_tocrawl=N */
     uint32_t watcher_logbuf;    /* -o watcher_logbuf_size=KB (bytes here) */
     long     automove;          /* -o slab_automove=N, -1: not given */
+    bool     first_slab;        /* -o first_slab_past_limit=0|1 (slab.h) */
 };
 
 extern struct settings settings;

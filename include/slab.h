@@ -159,6 +159,15 @@ bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
 uint32_t     slab_class_slabs(uint8_t cls);
 
 /* Memory limit at run time (cache_memlimit); only caps future growth. */
+/*
+ * memcached's rule for a class's first slab: carved even past the limit,
+ * so every active class holds memory of its own (and eviction spares
+ * another class's only slab, evict.c). Memory can then exceed the limit
+ * by one slab per active class. Off after slab_setup(); the server turns
+ * it on (-o first_slab_past_limit, default 1).
+ */
+void     slab_set_first_past_limit(bool on);
+bool     slab_first_past_limit(void);
 void     slab_set_limit(size_t maxbytes);
 size_t   slab_limit(void);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */

@@ -187,6 +187,7 @@ storage_setup(void)
         fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n)\n");
         return -1;
     }
+    slab_set_first_past_limit(settings.first_slab);
     if (assoc_setup(settings.hashpower) != 0 || item_setup(!settings.cas_disabled) != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return -1;

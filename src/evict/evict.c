@@ -341,7 +341,31 @@ evict_slab_last_in_use(uint32_t sid)
         slab_class_slabs(victim.cls) > 1) {
         return false;
     }
+    if (slab_first_past_limit()) {
+        return true;            /* every class keeps its first slab */
+    }
     return victim.accessed_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
+}
+
+bool
+evict_slab_last_other(uint32_t sid, uint8_t cls)
+{
+    struct slab_info victim;
+
+    return slab_first_past_limit() && slab_table_info(sid, &victim) &&
+           victim.cls != cls && evict_slab_last_in_use(sid);
+}
+
+/* Whether the victim stays: another class's only slab under the first-slab
+ * rule; without it, a gated policy's damping (the only slab of a class,
+ * used within EVICT_LAST_SLAB_MS). */
+static bool
+evict_slab_spared(uint32_t sid, const struct evict_req *req)
+{
+    if (slab_first_past_limit()) {
+        return evict_slab_last_other(sid, req->cls);
+    }
+    return req->damp && evict_slab_last_in_use(sid);
 }
 
 bool
@@ -360,7 +384,7 @@ evict_slab(uint32_t sid, struct evict_req *req)
     if (req->gated && !evict_slab_wanted(req->cls, sid)) {
         return EVICT_DECLINE;
     }
-    if (req->damp && evict_slab_last_in_use(sid)) {
+    if (evict_slab_spared(sid, req)) {
         return EVICT_FAIL;
     }
     switch (item_slab_evict(sid, req->cls)) {
@@ -403,8 +427,9 @@ slab_oldest_pass(struct evict_req *req,
         for (uint32_t sid = 0; sid < n; sid++) {
             struct slab_info info;
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
-                sid_tried(tried, pick, sid)) {
-                continue;
+                sid_tried(tried, pick, sid) ||
+                evict_slab_last_other(sid, cls)) {
+                continue;       /* another class's only slab stays */
             }
             uint64_t key = age_key(&info);
             bool own = info.cls == cls;

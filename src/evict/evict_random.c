@@ -56,10 +56,16 @@ static evict_rstatus_t
 random_pass(struct evict_req *req)
 {
     uint32_t n = slab_table_count();
+    int draws = 0;
 
     for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid, fallback;
         random_draw(req->cls, n, &sid, &fallback);
+        /* Another class's only slab stays: draw again (bounded). */
+        if (evict_slab_last_other(sid, req->cls) && draws++ < RANDOM_REDRAWS) {
+            pick--;
+            continue;
+        }
         evict_rstatus_t st = evict_slab(sid, req);
         if (st == EVICT_FAIL && fallback != SLAB_ID_NONE) {
             st = evict_slab(fallback, req);

@@ -455,6 +455,7 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_fixed(emit, ctx, ext_fixed);
     /* slabcache's own. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());
+    emit_str(emit, ctx, "first_slab_past_limit", slab_first_past_limit() ? "yes" : "no");
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
     emit_str(emit, ctx, "bg_evict", settings.bg_evict ? "yes" : "no");

@@ -396,9 +396,28 @@ arena_make_writable(size_t end)
     return true;
 }
 
-/* Append a new slab to the table if the limit allows; table lock inside. */
+/* A class's first slab may be carved past the limit (slab_set_first_past_limit). */
+static _Atomic bool first_past_limit;
+
+void
+slab_set_first_past_limit(bool on)
+{
+    atomic_store(&first_past_limit, on);
+}
+
+bool
+slab_first_past_limit(void)
+{
+    return atomic_load_explicit(&first_past_limit, memory_order_relaxed);
+}
+
+/*
+ * Append a new slab to the table if the limit allows; table lock inside.
+ * A class's first slab is granted past the limit (first), as memcached
+ * grants every class one page: see slab_alloc().
+ */
 static uint32_t
-table_append(void)
+table_append(bool first)
 {
     uint32_t sid = SLAB_ID_NONE;
 
@@ -406,7 +425,9 @@ table_append(void)
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
     /* A slab costs its whole pages (stride), whatever -I says. */
-    if (used + stride <= atomic_load(&mem_limit) && n < slab_cap &&
+    if ((used + stride <= atomic_load(&mem_limit) ||
+         (first && atomic_load_explicit(&first_past_limit, memory_order_relaxed))) &&
+        n < slab_cap &&
         arena_make_writable((size_t)(n + 1) * stride)) {
         atomic_store(&mem_malloced, used + stride);
         atomic_store_explicit(&table_count, n + 1, memory_order_release);
@@ -483,7 +504,8 @@ slab_alloc(uint8_t cls, uint32_t *sid)
     assert(cls >= 1 && cls <= nclasses);
     pthread_mutex_lock(&c->lock);
     if (c->free_head == SLAB_HANDLE_NONE) {
-        uint32_t nsid = table_append();
+        uint32_t nsid = table_append(atomic_load_explicit(&c->nslabs,
+                                                          memory_order_relaxed) == 0);
         if (nsid != SLAB_ID_NONE) {
             slab_carve(cls, nsid);
         }

@@ -7,7 +7,8 @@ scripts/hit-ratio's mixed load (60 value sizes from 20 B to 200 KB, about
 -m 32 -t 4 against Debian's memcached and against slabcache's default
 eviction stack; slabcache's hit ratio must be at least memcached's less
 0.02. Before the first-slab rule (notes/eviction.md) it was 0.42 against
-memcached's 0.91. Skips, saying so, without memcached or loadgen.
+memcached's 0.91; `-o first_slab_past_limit=0` still shows it. Skips,
+saying so, without memcached or loadgen.
 
 Run: SLABCACHE=path/to/binary python3 tests/integration/test_mixed_sizes.py
 """

@@ -166,6 +166,50 @@ START_TEST(test_none_refuses_when_full)
 }
 END_TEST
 
+/*
+ * The first-slab rule (slab_set_first_past_limit): a new class gets its
+ * first slab past the limit instead of taking one, and no policy takes
+ * another class's only slab, so the classes keep one slab each.
+ */
+START_TEST(test_first_slab_rule_spares_only_slabs)
+{
+    static const char *const policies[] = { "random", "lra", "lrc", "lrc,lru" };
+
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        if (p > 0) {            /* the fixture set up the first round */
+            teardown();
+            setup_with(NSLABS, "none");
+        }
+        slab_set_first_past_limit(true);
+        uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+        fill_small("a");
+        ck_assert_uint_eq(slabs_of(a), NSLABS);
+        ck_assert_int_eq(evict_configure(policies[p], strlen(policies[p])), 0);
+        /* b's first slab is new memory, past the limit. */
+        ck_assert_int_eq(store("big0", LARGE_LEN), ITEM_OK);
+        ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
+        ck_assert_uint_eq(slabs_of(a), NSLABS);
+        ck_assert_uint_eq(slabs_of(b), 1);
+        /* b filling up takes a's slabs, never a's last one. */
+        char key[32];
+        for (int i = 1; i < 400; i++) {
+            snprintf(key, sizeof(key), "big%d", i);
+            ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+        }
+        ck_assert_uint_ge(slabs_of(a), 1);
+        ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
+        /* a, down to one slab, still stores: in its own slab. */
+        for (int i = 0; i < 50; i++) {
+            snprintf(key, sizeof(key), "a2-%d", i);
+            ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+        }
+        ck_assert_uint_ge(slabs_of(a), 1);
+        ck_assert_uint_ge(slabs_of(b), 1);
+        slab_set_first_past_limit(false);
+    }
+}
+END_TEST
+
 START_TEST(test_random_moves_a_slab)
 {
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
@@ -898,6 +942,7 @@ evict_suite(void)
     tcase_add_test(tc, test_none_refuses_when_full);
     tcase_add_test(tc, test_random_moves_a_slab);
     tcase_add_test(tc, test_random_uses_every_slab);
+    tcase_add_test(tc, test_first_slab_rule_spares_only_slabs);
     tcase_add_test(tc, test_random_takes_other_classes_first);
     tcase_add_test(tc, test_lra_picks_least_recently_accessed);
     tcase_add_test(tc, test_lrc_picks_least_recently_created);

@@ -367,6 +367,34 @@ START_TEST(test_limit_caps_slabs)
 }
 END_TEST
 
+START_TEST(test_first_slab_past_limit)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    uint32_t sid;
+
+    slab_set_first_past_limit(true);
+    for (uint32_t i = 0; i < nslabs; i++) {
+        ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    }
+    ck_assert_ptr_null(slab_alloc(last, &sid));     /* it has slabs: no more */
+    /* A class with no slab still gets its first one, past the limit... */
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    ck_assert_uint_eq(sid, nslabs);
+    ck_assert_uint_eq(slab_table_count(), nslabs + 1);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES + SLAB_SZ);
+    ck_assert_uint_eq(cstats(1).total_pages, 1);
+    /* ...and only that one. */
+    uint32_t per = cstats(1).chunks_per_page;
+    for (uint32_t i = 1; i < per; i++) {
+        ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    }
+    ck_assert_ptr_null(slab_alloc(1, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs + 1);
+    slab_set_first_past_limit(false);
+}
+END_TEST
+
 START_TEST(test_limit_not_multiple_of_slab)
 {
     uint8_t last = slab_class_count();
@@ -825,6 +853,7 @@ slab_suite(void)
     tcase_add_test(tc, test_clock_hand_follows_moved_slab);
     tcase_add_test(tc, test_sub_page_slabs_charge_whole_pages);
     tcase_add_test(tc, test_touch_and_created_times);
+    tcase_add_test(tc, test_first_slab_past_limit);
     suite_add_tcase(s, tc);
     return s;
 }
