@@ -125,6 +125,7 @@ uint8_t      slab_drain_begin(uint32_t sid);     /* its class, or 0 */
 void         slab_drain_abort(uint8_t cls, uint32_t sid);
 void         slab_drain_finish(uint8_t cls, uint32_t sid);
 uint32_t     slab_class_perslab(uint8_t cls);
+size_t       slab_class_chunk_size(uint8_t cls);
 bool         slab_draining(uint32_t sid);
 struct item *slab_chunk(uint32_t sid, uint32_t idx);
 /* Chunk idx of slab sid carved for class cls (which may have changed since:

@@ -66,13 +66,16 @@ on_clock(evutil_socket_t fd, short what, void *arg)
 
 /*
  * Descriptors beyond -c: stdio, listeners (up to 16), two per worker pipe,
- * and one more for the connection refused at -c (it is accepted, told
- * "ERROR Too many open connections", and closed).
+ * three per libevent base (epoll and its notify pipe; the main loop's and
+ * each worker's), and one more for the connection refused at -c (it is
+ * accepted, told "ERROR Too many open connections", and closed).
  */
 static uint32_t
 reserved_fds(void)
 {
-    return 3 + 16 + 2 * (uint32_t)settings.threads + 1;
+    uint32_t t = (uint32_t)settings.threads;
+
+    return 3 + 16 + 2 * t + 3 * (t + 1) + 1;
 }
 
 /*

@@ -81,6 +81,7 @@ struct conn {
     bool                 yielded;
     bool                 got_input; /* the first byte has been looked at */
     rel_time_t           last_cmd;
+    rel_time_t           last_io;   /* last command or bytes written */
     char                 peer[64];
     char                 local[64]; /* the listener's address */
     struct outq          out;
@@ -232,8 +233,13 @@ conn_kick_idle(struct conn_list *list, uint32_t timeout)
     /* Only this thread changes the list, so it is walked unlocked. */
     for (; c != NULL; c = next) {
         next = c->next;
-        /* Waiting for a command, or for the rest of one, as memcached. */
-        if (c->state == CONN_CMD && now - c->last_cmd > timeout) {
+        /* Waiting for a command, or for the rest of one, as memcached;
+         * never while an answer is still being written. */
+        bool waiting = c->state == CONN_CMD || c->state == CONN_MGET ||
+                       c->state == CONN_SWALLOW_LINE;
+        rel_time_t last = c->last_io > c->last_cmd ? c->last_io : c->last_cmd;
+        if (waiting && outq_pending(&c->out) == 0 && !c->read_paused &&
+            now - last > timeout) {
             STATS_INCR(c->stats, idle_kicks);
             conn_free(c);
         }
@@ -632,6 +638,7 @@ conn_flush(struct conn *c)
             }
             if (n > 0) {
                 STATS_ADD(c->stats, bytes_written, (uint64_t)n);
+                c->last_io = clock_now();
             }
         }
         if (outq_sendable(&c->out) > 0) {

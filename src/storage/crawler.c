@@ -98,7 +98,10 @@ crawler_enable(void)
         pthread_mutex_unlock(&lock);
         return -1;
     }
-    stopping = false;
+    if (stopping) {             /* a disable is still joining the old one */
+        pthread_mutex_unlock(&lock);
+        return -1;
+    }
     pending = false;
     int rc = pthread_create(&thread, NULL, crawler_main, NULL);
     thread_up = rc == 0;
@@ -106,8 +109,12 @@ crawler_enable(void)
     return rc == 0 ? 0 : -1;
 }
 
-/* Stops after the current batch; waits for the thread, which holds no lock
- * a caller could be holding. */
+/*
+ * Stops after the current batch. Only the caller that marks the thread as
+ * going down joins it (two workers disabling at once must not both join);
+ * the others return at once. The join waits for the thread, which holds no
+ * lock a caller could be holding.
+ */
 void
 crawler_disable(void)
 {
@@ -116,12 +123,14 @@ crawler_disable(void)
         pthread_mutex_unlock(&lock);
         return;
     }
+    pthread_t t = thread;
+    thread_up = false;
     stopping = true;
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
-    pthread_join(thread, NULL);
+    pthread_join(t, NULL);
     pthread_mutex_lock(&lock);
-    thread_up = false;
+    stopping = false;
     pthread_mutex_unlock(&lock);
     atomic_store(&running, false);
 }

@@ -542,6 +542,18 @@ item_slab_evict(uint32_t sid, uint8_t cls)
 /* --- walking live items ------------------------------------------------------- */
 
 /*
+ * The walks read chunks of a slab as the class it had when they looked;
+ * if it was re-carved since, "it" may lie inside another item's value.
+ * Hashing its key must then not read past the chunk (and so never past
+ * the slab, whose end may be unmapped): the key must fit the class's chunk.
+ */
+static bool
+chunk_key_fits(struct item *it, uint8_t cls)
+{
+    return offsetof(struct item, data) + item_nkey(it) <= slab_class_chunk_size(cls);
+}
+
+/*
  * Crawl one chunk: if it holds a linked item that is dead (expired or
  * flushed), unlink it under its partition lock, as a get would have.
  * Counts a checked item per linked chunk seen.
@@ -552,7 +564,7 @@ crawl_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now)
     struct item *it = slab_chunk_in(sid, cls, idx);
     uint8_t f = item_iflags(it);
 
-    if ((f & ITEM_FREE) || !(f & ITEM_LINKED)) {
+    if ((f & ITEM_FREE) || !(f & ITEM_LINKED) || !chunk_key_fits(it, cls)) {
         return;
     }
     atomic_fetch_add_explicit(&lrus[cls].crawler_items_checked, 1,
@@ -619,7 +631,7 @@ dump_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now,
     struct item *it = slab_chunk_in(sid, cls, idx);
     uint8_t f = item_iflags(it);
 
-    if ((f & ITEM_FREE) || !(f & ITEM_LINKED)) {
+    if ((f & ITEM_FREE) || !(f & ITEM_LINKED) || !chunk_key_fits(it, cls)) {
         return false;
     }
     uint32_t hv = item_hash(it);

@@ -686,6 +686,12 @@ slab_chunk(uint32_t sid, uint32_t idx)
     return chunk_at(&classes[cls], sid, idx);
 }
 
+size_t
+slab_class_chunk_size(uint8_t cls)
+{
+    return classes[cls].size;
+}
+
 struct item *
 slab_chunk_in(uint32_t sid, uint8_t cls, uint32_t idx)
 {
