@@ -219,6 +219,8 @@ run(void)
     }
     int priv = drop_privileges();
     if (priv != 0) {
+        listener_teardown();    /* also removes the UNIX socket file */
+        event_base_free(main_base);
         return priv;
     }
     if (worker_setup((int)settings.threads) != 0) {

@@ -94,7 +94,7 @@ stats_detail_record(const char *key, size_t nkey, stats_detail_op_t op, bool hit
 void
 stats_detail_dump(void (*line)(void *ctx, const char *text), void *ctx)
 {
-    char buf[320];
+    char buf[512];      /* "PREFIX", a prefix of up to 250 bytes, 4 counts */
 
     pthread_mutex_lock(&lock);
     for (size_t b = 0; b < DETAIL_BUCKETS; b++) {
