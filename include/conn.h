@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CONN_RBUF_INIT  16384
@@ -33,6 +34,12 @@ struct conn_list {
     pthread_mutex_t lock;       /* taken on open/close and by `stats conns` */
     struct conn    *head;
 };
+
+struct sockaddr;
+
+/* memcached's `stats conns` address form: tcp:HOST:PORT, tcp6:[HOST]:PORT,
+ * unix:PATH ("unknown" for anything else). */
+void         conn_format_addr(const struct sockaddr *sa, char *out, size_t cap);
 
 struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
                       struct conn_list *list);

@@ -93,22 +93,21 @@ static void conn_release(struct conn *c);
 static void conn_on_write(evutil_socket_t fd, short what, void *arg);
 static bool conn_flush(struct conn *c);
 
-/* memcached's `stats conns` address format: tcp:HOST:PORT, unix:PATH. */
-static void
-conn_format_addr(const struct sockaddr_storage *ss, char *out, size_t cap)
+void
+conn_format_addr(const struct sockaddr *sa, char *out, size_t cap)
 {
     char host[INET6_ADDRSTRLEN] = "";
 
     snprintf(out, cap, "unknown");
-    if (ss->ss_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
         inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
         snprintf(out, cap, "tcp:%s:%u", host, ntohs(sin->sin_port));
-    } else if (ss->ss_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
         inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
         snprintf(out, cap, "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
-    } else if (ss->ss_family == AF_UNIX) {
+    } else if (sa->sa_family == AF_UNIX) {
         snprintf(out, cap, "unix:%s", settings.socket_path);
     }
 }
@@ -123,13 +122,13 @@ conn_describe_peer(struct conn *c)
     if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
         ss.ss_family = AF_UNSPEC;
     }
-    conn_format_addr(&ss, c->peer, sizeof(c->peer));
+    conn_format_addr((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
     len = sizeof(ss);
     memset(&ss, 0, sizeof(ss));
     if (getsockname(c->fd, (struct sockaddr *)&ss, &len) != 0) {
         ss.ss_family = AF_UNSPEC;
     }
-    conn_format_addr(&ss, c->local, sizeof(c->local));
+    conn_format_addr((struct sockaddr *)&ss, c->local, sizeof(c->local));
 }
 
 struct conn *

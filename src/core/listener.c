@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -30,6 +29,7 @@
 #include <event2/listener.h>
 
 #include "clock.h"
+#include "conn.h"
 #include "log.h"
 #include "proto.h"
 #include "settings.h"
@@ -120,25 +120,6 @@ listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
     }
 }
 
-/* memcached's address form: tcp:HOST:PORT, tcp6:[HOST]:PORT, unix:PATH. */
-static void
-listener_name(const struct sockaddr *sa, char *out, size_t cap)
-{
-    char host[INET6_ADDRSTRLEN] = "";
-
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
-        snprintf(out, cap, "tcp:%s:%u", host, ntohs(sin->sin_port));
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
-        snprintf(out, cap, "tcp6:[%s]:%u", host, ntohs(sin6->sin6_port));
-    } else {
-        snprintf(out, cap, "unix:%s", settings.socket_path);
-    }
-}
-
 void
 listener_stats(void (*emit)(void *, const char *, const char *), void *ctx)
 {
@@ -169,7 +150,7 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
         return -1;
     }
     evconnlistener_set_error_cb(l, listener_on_error);
-    listener_name(sa, listen_names[nlisteners], sizeof(listen_names[0]));
+    conn_format_addr(sa, listen_names[nlisteners], sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
     return 0;
 }

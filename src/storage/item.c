@@ -554,37 +554,43 @@ chunk_key_fits(struct item *it, uint8_t cls)
 }
 
 /*
- * Crawl one chunk: if it holds a linked item that is dead (expired or
- * flushed), unlink it under its partition lock, as a get would have.
- * Counts a checked item per linked chunk seen.
+ * The item the hash table holds in chunk idx of slab sid, read as class
+ * cls, with its partition lock held (*hv); NULL otherwise. The key is read
+ * racily to find its partition; under that lock only a linked item that
+ * the table points to counts, so a stale or misaligned read is skipped.
  */
-static void
-crawl_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now)
+static struct item *
+chunk_lock_linked(uint32_t sid, uint8_t cls, uint32_t idx, uint32_t *hv)
 {
     struct item *it = slab_chunk_in(sid, cls, idx);
     uint8_t f = item_iflags(it);
 
     if ((f & ITEM_FREE) || !(f & ITEM_LINKED) || !chunk_key_fits(it, cls)) {
-        return;
+        return NULL;
     }
-    atomic_fetch_add_explicit(&lrus[cls].crawler_items_checked, 1,
-                              memory_order_relaxed);
-    uint32_t hv = item_hash(it);
-    assoc_lock(hv);
+    *hv = item_hash(it);
+    assoc_lock(*hv);
     f = item_iflags(it);
     if (!(f & ITEM_FREE) && (f & ITEM_LINKED) &&
-        assoc_find(item_key(it), item_nkey(it), hv) == it &&
-        item_is_dead(it, now)) {
-        do_item_unlink(it, hv);
-        atomic_fetch_add_explicit(&lrus[cls].crawler_reclaimed, 1,
-                                  memory_order_relaxed);
+        assoc_find(item_key(it), item_nkey(it), *hv) == it) {
+        return it;
     }
-    assoc_unlock(hv);
+    assoc_unlock(*hv);
+    return NULL;
 }
 
-bool
-item_crawl_step(struct item_cursor *cur, const uint64_t classes[4],
-                uint32_t max)
+/* Called with the item's partition lock held; true stops the walk. */
+typedef bool (*chunk_visit_fn)(struct item *it, uint32_t hv, uint8_t cls,
+                               rel_time_t now, void *ctx);
+
+/*
+ * Visit the linked items of the selected classes from *cur on, looking at
+ * max chunks at most. Returns true if stopped (by visit, or max reached:
+ * the cursor is past the last chunk looked at), false when the walk is over.
+ */
+static bool
+walk_chunks(struct item_cursor *cur, const uint64_t classes[4], uint32_t max,
+            chunk_visit_fn visit, void *ctx)
 {
     rel_time_t now = clock_now();
     uint32_t n = slab_table_count();
@@ -597,13 +603,44 @@ item_crawl_step(struct item_cursor *cur, const uint64_t classes[4],
         }
         uint32_t per = slab_class_perslab(info.cls);
         while (cur->idx < per) {
+            uint32_t hv;
             if (max-- == 0) {
                 return true;
             }
-            crawl_chunk(cur->sid, info.cls, cur->idx++, now);
+            struct item *it = chunk_lock_linked(cur->sid, info.cls, cur->idx++, &hv);
+            if (it == NULL) {
+                continue;
+            }
+            bool stop = visit(it, hv, info.cls, now, ctx);
+            assoc_unlock(hv);
+            if (stop) {
+                return true;
+            }
         }
     }
     return false;
+}
+
+/* The crawler's visit: unlink a dead item, as a get would have. */
+static bool
+crawl_visit(struct item *it, uint32_t hv, uint8_t cls, rel_time_t now, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add_explicit(&lrus[cls].crawler_items_checked, 1,
+                              memory_order_relaxed);
+    if (item_is_dead(it, now)) {
+        do_item_unlink(it, hv);
+        atomic_fetch_add_explicit(&lrus[cls].crawler_reclaimed, 1,
+                                  memory_order_relaxed);
+    }
+    return false;
+}
+
+bool
+item_crawl_step(struct item_cursor *cur, const uint64_t classes[4],
+                uint32_t max)
+{
+    return walk_chunks(cur, classes, max, crawl_visit, NULL);
 }
 
 uint64_t
@@ -618,65 +655,33 @@ item_crawler_checked(uint8_t cls)
     return atomic_load_explicit(&lrus[cls].crawler_items_checked, memory_order_relaxed);
 }
 
-/*
- * Chunk idx of slab sid, read as an item of class cls: copy it if it is
- * what the hash table holds under its key. The key is read racily to find
- * its partition; under that lock only a linked item that the table points
- * to counts, so a stale or misaligned read is simply skipped.
- */
+/* The dump's visit: copy a live item and stop there. */
 static bool
-dump_chunk(uint32_t sid, uint8_t cls, uint32_t idx, rel_time_t now,
-           struct item_dump *out)
+dump_visit(struct item *it, uint32_t hv, uint8_t cls, rel_time_t now, void *ctx)
 {
-    struct item *it = slab_chunk_in(sid, cls, idx);
-    uint8_t f = item_iflags(it);
+    struct item_dump *out = ctx;
 
-    if ((f & ITEM_FREE) || !(f & ITEM_LINKED) || !chunk_key_fits(it, cls)) {
+    (void)hv;
+    if (item_is_dead(it, now)) {
         return false;
     }
-    uint32_t hv = item_hash(it);
-    bool found = false;
-    assoc_lock(hv);
-    f = item_iflags(it);
-    if (!(f & ITEM_FREE) && (f & ITEM_LINKED) &&
-        assoc_find(item_key(it), item_nkey(it), hv) == it &&
-        !item_is_dead(it, now)) {
-        out->nkey = (uint8_t)item_nkey(it);
-        memcpy(out->key, item_key(it), out->nkey);
-        out->cls = cls;
-        out->fetched = (f & ITEM_FETCHED) != 0;
-        out->exptime = it->exptime;
-        out->time = it->time;
-        out->cas = item_cas(it);
-        out->vlen = item_vlen(it);
-        out->total = item_ntotal(it);
-        found = true;
-    }
-    assoc_unlock(hv);
-    return found;
+    out->nkey = (uint8_t)item_nkey(it);
+    memcpy(out->key, item_key(it), out->nkey);
+    out->cls = cls;
+    out->fetched = (item_iflags(it) & ITEM_FETCHED) != 0;
+    out->exptime = it->exptime;
+    out->time = it->time;
+    out->cas = item_cas(it);
+    out->vlen = item_vlen(it);
+    out->total = item_ntotal(it);
+    return true;
 }
 
 bool
 item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
                struct item_dump *out)
 {
-    rel_time_t now = clock_now();
-    uint32_t n = slab_table_count();
-
-    for (; cur->sid < n; cur->sid++, cur->idx = 0) {
-        struct slab_info info;
-        if (!slab_table_info(cur->sid, &info) || info.cls == 0 ||
-            !(classes[info.cls / 64] & (1ull << (info.cls % 64)))) {
-            continue;
-        }
-        uint32_t per = slab_class_perslab(info.cls);
-        while (cur->idx < per) {
-            if (dump_chunk(cur->sid, info.cls, cur->idx++, now, out)) {
-                return true;
-            }
-        }
-    }
-    return false;
+    return walk_chunks(cur, classes, UINT32_MAX, dump_visit, out);
 }
 
 uint64_t

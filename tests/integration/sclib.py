@@ -47,6 +47,18 @@ class SkipCheck(Exception):
     """Raised inside a test to mark it skipped (not counted as failure)."""
 
 
+def rss_kb(pid):
+    """A process's resident set in KB (None if it cannot be read)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
 def is_sanitized(path=None):
     """True when the binary is built with AddressSanitizer, whose allocator
     (quarantine, redzones) makes RSS figures meaningless."""

@@ -14,7 +14,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sclib import (Server, Client, test, run_all, check, eq, wait_until,  # noqa
-                   require_binary, is_memcached, slabcache_only, HOST)
+                   require_binary, is_memcached, slabcache_only, HOST,
+                   rss_kb)
 
 TOO_LARGE = b"SERVER_ERROR object too large for cache"
 TOO_MANY = b"ERROR Too many open connections\r\n"
@@ -49,17 +50,6 @@ def send_drain(sock, data, timeout=5.0):
     except (ConnectionResetError, BrokenPipeError):
         return False
     return True
-
-
-def rss_kb(pid):
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
 
 
 @test

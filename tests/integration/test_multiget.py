@@ -16,7 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sclib import (Server, test, run_all, check, eq, require_binary,  # noqa
-                   slabcache_only, is_sanitized)
+                   slabcache_only, is_sanitized, rss_kb)
 
 BAD_FORMAT = b"CLIENT_ERROR bad command line format\r\n"
 
@@ -160,14 +160,6 @@ def non_get_long_line_still_closes():
     with Server() as s, s.client() as c:
         c.send(b"touch " + b"k" * 3000)
         check(c.wait_closed(5.0), "a 3000-byte touch line must close")
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 @test

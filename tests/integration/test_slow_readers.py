@@ -21,19 +21,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sclib import (Server, test, run_all, check, eq, require_binary,  # noqa
-                   slabcache_only, is_sanitized, wait_until, HOST)
+                   slabcache_only, is_sanitized, wait_until, HOST, rss_kb)
 
 NCONN = 600
 PER_CONN_BOUND_KB = 160     # 16 KB read buffer + 64 KB of copies + kernel-side slack
 MEMCACHED = shutil.which("memcached")
-
-
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def settled_rss(pid, timeout=20.0):
