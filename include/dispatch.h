@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "item.h"
+#include "logger.h"
 #include "proto.h"
 
 struct item;
@@ -66,7 +67,17 @@ struct dispatch_ctx {
         uint64_t         mark;      /* output queue before the first answer */
         const char      *resume;    /* DISPATCH_MORE_KEYS: next key */
     } mget;
+    struct {                        /* an ms waiting for its data block */
+        char             echo[PROTO_META_OPAQUE_MAX + 8]; /* its O, k, c flags */
+        const char      *echo_end;
+        item_store_op_t  op;
+        bool             has_cas;
+        uint64_t         cas;
+        bool             stale_ok;
+        bool             key_binary;
+    } ms;
     int                  fd;        /* the client's, for watch lines' cfd */
+    logger_close_reason_t close_reason; /* for `watch connevents` */
     struct logger_watcher *watcher; /* DISPATCH_WATCH */
     struct {
         bool             meta;      /* metadump lines, else cachedump's */
@@ -121,6 +132,15 @@ void dispatch_get_finish(struct dispatch_ctx *d, const char *error);
 dispatch_result_t dispatch_dump_more(struct dispatch_ctx *d);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
+
+/* Shared by dispatch.c and dispatch_meta.c. */
+void dispatch_log_lookup(struct dispatch_ctx *d, const char *key, size_t nkey);
+/* The value bytes (with "\r\n") of an item we hold a reference to; the
+ * reference passes to the output queue. */
+void dispatch_reply_data(struct dispatch_ctx *d, struct item *it);
+/* Meta commands (dispatch_meta.c). */
+dispatch_result_t dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req);
+void dispatch_meta_data_done(struct dispatch_ctx *d);
 /* The connection is going away mid-command: drop pending state. */
 void dispatch_abort(struct dispatch_ctx *d);
 

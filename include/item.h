@@ -28,6 +28,9 @@
 #define ITEM_FREE    0x02       /* on its class free list */
 #define ITEM_FETCHED 0x04       /* read at least once since stored */
 #define ITEM_ACTIVE  0x08       /* read since the CLOCK hand last passed */
+#define ITEM_STALE   0x10       /* meta: invalidated (md I, ms I), still served */
+#define ITEM_TOKEN_SENT 0x20    /* meta: a recache win (W) was handed out */
+#define ITEM_KEY_BINARY 0x40    /* meta: stored under a base64 ('b') key */
 
 /* refs: the reference count in the low bits, the ITEM_* flags above it. */
 #define ITEM_REF_BITS   24
@@ -142,6 +145,7 @@ struct item_stats {
     uint64_t expired_unfetched;
     uint64_t evicted_unfetched;
     uint64_t evicted_by_slab;
+    uint64_t slab_rescues;      /* memcached's slab_reassign_rescues */
 };
 
 /* Per-class item figures for `stats items`. */
@@ -180,6 +184,58 @@ void          item_release(struct item *it);
  */
 item_status_t item_store(struct item *it, item_store_op_t op, uint64_t cas_in);
 
+/*
+ * The meta set's additions (ms): with has_cas (flag C), set and replace
+ * become a cas (a cas of 0 matches nothing) and append/prepend answer
+ * ITEM_EXISTS on a mismatch of a nonzero cas; with stale_ok (flag I) a cas
+ * older than the item's still stores, keeping the old TTL and marked
+ * stale. cas_out: the stored item's CAS (0 if not stored).
+ */
+struct item_store_meta {
+    bool     has_cas;
+    uint64_t cas;
+    bool     stale_ok;
+    bool     key_binary;
+    uint64_t cas_out;
+};
+item_status_t item_store_meta(struct item *it, item_store_op_t op,
+                              struct item_store_meta *m);
+
+/*
+ * Meta delete (md): compare the CAS first when has_cas (ITEM_EXISTS on a
+ * mismatch); with stale, mark the item stale with a new CAS (and new TTL
+ * if new_ttl) instead of removing it. *cls as item_delete().
+ */
+item_status_t item_meta_delete(const char *key, size_t nkey, bool has_cas,
+                               uint64_t cas, bool stale, bool new_ttl,
+                               rel_time_t exptime, uint8_t *cls);
+
+/* Meta arithmetic (ma): item_arith() with a CAS compare and a new TTL. */
+struct item_arith_meta {
+    uint64_t   cas;             /* compare first; 0: none (C) */
+    bool       touch;           /* T: set exptime on success */
+    rel_time_t exptime;
+    /* out, on ITEM_OK */
+    uint64_t   cas_out;
+    rel_time_t exptime_out;
+    uint32_t   vlen_out;        /* the digits (memcached answers them alone) */
+};
+item_status_t item_arith_meta(const char *key, size_t nkey, bool incr,
+                              uint64_t delta, uint64_t *result, uint8_t *cls,
+                              struct item_arith_meta *m);
+
+/* me: the item's figures, changing nothing. false on a miss. */
+struct item_debug {
+    rel_time_t exptime;
+    rel_time_t time;
+    uint64_t   cas;
+    bool       fetched;
+    bool       key_binary;
+    uint8_t    cls;
+    uint32_t   ntotal;
+};
+bool          item_debug(const char *key, size_t nkey, struct item_debug *out);
+
 /* Unlink whatever is stored under key (used after a failed set). */
 void          item_unlink_key(const char *key, size_t nkey);
 
@@ -196,6 +252,40 @@ typedef enum item_miss {
  */
 struct item  *item_get(const char *key, size_t nkey, bool touch,
                        rel_time_t exptime, item_miss_t *miss);
+/*
+ * What a lookup of key finds, changing nothing (no reference, no bump, a
+ * dead item left for whoever looks next): for the `watch fetchers` line
+ * memcached writes when a store, delete, touch or incr looks its key up.
+ * true with *cls and *vlen when live; else *miss says why not.
+ */
+bool          item_peek(const char *key, size_t nkey, item_miss_t *miss,
+                        uint8_t *cls, uint32_t *vlen);
+/*
+ * A meta get (mg): one lookup under the partition lock that can also
+ * touch (T), create an empty item on a miss (N, vivify), and hand out a
+ * recache win (R, or a stale item's first reader). The figures a client
+ * may ask for are read before this request changes them.
+ */
+struct item_meta_get {
+    bool       bump;            /* false: flag u, no LRU bump */
+    bool       touch;           /* T */
+    rel_time_t exptime;
+    bool       vivify;          /* N */
+    rel_time_t vivify_exptime;
+    bool       recache;         /* R */
+    rel_time_t recache_time;
+    bool       key_binary;      /* b: a vivified item keeps its key binary */
+    /* out */
+    bool       fetched;         /* read before */
+    rel_time_t time;            /* last access (store or CLOCK rescue) */
+    bool       token_sent;      /* a win was handed out before */
+    bool       stale;
+    bool       won;             /* this reader is to recache */
+    bool       created;         /* vivified by this request */
+};
+struct item  *item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
+                            item_miss_t *miss);
+
 /* On ITEM_OK, *cls (may be NULL) is the item's class, for per-class stats. */
 item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime,
                          uint8_t *cls);
@@ -221,11 +311,17 @@ typedef enum item_slab_status {
 } item_slab_status_t;
 
 /*
- * For slab-level policies: drop every item of slab sid and re-carve it
- * for class cls. A slab holding any referenced item (being read, written
- * or filled) is never touched under its user: ITEM_SLAB_BUSY.
+ * For slab-level policies: empty slab sid and re-carve it for class cls.
+ * Its items read since the CLOCK hand last passed are moved to other
+ * chunks of their class when slab rescue is on (the class's coldest items
+ * go instead); the rest are dropped. A slab holding any referenced item
+ * (being read, written or filled) is never touched under its user:
+ * ITEM_SLAB_BUSY.
  */
 item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
+/* -o slab_rescue=0|1 (default 1). */
+void          item_set_slab_rescue(bool on);
+bool          item_slab_rescue(void);
 /* Items linked in class cls now. */
 uint64_t      item_class_items(uint8_t cls);
 

@@ -1,6 +1,6 @@
 /*
- * logger.h -- memcached's log stream for `watch`: fetches, mutations and
- * evictions as one text line each, in memcached's format, copied to every
+ * logger.h -- memcached's log stream for `watch`: fetches, mutations,
+ * evictions and connection events as one text line each, in memcached's format, copied to every
  * watcher that asked for their kind.
  *
  * Each watcher owns a bounded buffer (-o watcher_logbuf_size). A line that
@@ -20,6 +20,7 @@
 #define LOGGER_FETCHERS  0x1u
 #define LOGGER_MUTATIONS 0x2u
 #define LOGGER_EVICTIONS 0x4u
+#define LOGGER_CONNEVENTS 0x8u
 #define LOGGER_WATCHERS_MAX 20              /* memcached's WATCHER_LIMIT */
 #define LOGGER_BUF_DEFAULT (256u * 1024)    /* memcached's watcher_logbuf_size */
 
@@ -60,6 +61,16 @@ void logger_item_store(const char *key, size_t nkey, logger_store_status_t st,
 /* ttl -1: never expires; la: seconds since last access. */
 void logger_eviction(const char *key, size_t nkey, bool fetched, int64_t ttl,
                      uint32_t la, unsigned cls, uint32_t vlen);
+
+/* Why a connection closed, memcached's names and order. */
+typedef enum logger_close_reason {
+    LOGGER_CLOSE_ERROR, LOGGER_CLOSE_NORMAL, LOGGER_CLOSE_IDLE_TIMEOUT,
+    LOGGER_CLOSE_SHUTDOWN,
+} logger_close_reason_t;
+/* rip: peer address ("unix" for a UNIX socket); transport: "tcp", "local". */
+void logger_conn_new(const char *rip, unsigned rport, const char *transport, int fd);
+void logger_conn_close(const char *rip, unsigned rport, const char *transport,
+                       logger_close_reason_t reason, int fd);
 
 /* `stats` figures: lines written to watchers, lines dropped, watchers. */
 void     logger_stats(uint64_t *sent, uint64_t *skipped, uint64_t *watchers);

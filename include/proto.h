@@ -48,6 +48,12 @@ typedef enum proto_cmd {
     PROTO_CMD_SLABS,          /* "slabs reassign|automove ..." */
     PROTO_CMD_LRU,            /* "lru tune|mode|temp_ttl ..." */
     PROTO_CMD_WATCH,          /* "watch [fetchers mutations evictions ...]" */
+    PROTO_CMD_MG,             /* meta commands: req->meta */
+    PROTO_CMD_MS,
+    PROTO_CMD_MD,
+    PROTO_CMD_MA,
+    PROTO_CMD_MN,
+    PROTO_CMD_ME,
 } proto_cmd_t;
 
 typedef enum proto_status {
@@ -60,9 +66,46 @@ typedef enum proto_status {
                    * them); continue with proto_parse_keys() */
 } proto_status_t;
 
+#define PROTO_META_OPAQUE_MAX 32  /* longest O token, its 'O' included */
+
+/*
+ * A meta command's flags (mg ms md ma me). Each flag is one letter,
+ * maybe followed by a token ("T30", "Oabc"); the answer echoes some of
+ * them in the order sent, so the flag text is kept as sent.
+ */
+struct proto_meta {
+    uint64_t    seen;           /* proto_meta_has() */
+    const char *flags;          /* the flag tokens as sent */
+    const char *flags_end;
+    int32_t     ttl;            /* T */
+    int32_t     vivify_ttl;     /* N */
+    int32_t     recache_ttl;    /* R */
+    uint32_t    client_flags;   /* F */
+    uint64_t    cas;            /* C */
+    uint64_t    delta;          /* D (ma; 1 when absent) */
+    uint64_t    initial;        /* J (ma) */
+    char        mode;           /* M, or 0 */
+    bool        key_binary;     /* b: req->key is the decoded key below */
+    char        key[PROTO_KEY_MAX];
+};
+
+static inline uint64_t
+proto_meta_bit(char f)
+{
+    return f >= 'A' && f <= 'Z' ? 1ull << (f - 'A') :
+           f >= 'a' && f <= 'z' ? 1ull << (26 + f - 'a') : 0;
+}
+
+static inline bool
+proto_meta_has(const struct proto_meta *m, char f)
+{
+    return (m->seen & proto_meta_bit(f)) != 0;
+}
+
 /*
  * One parsed request. Pointers point into the caller's buffer and are
- * valid only as long as that buffer is unchanged.
+ * valid only as long as that buffer is unchanged (a base64 meta key: as
+ * long as the request).
  */
 struct proto_req {
     proto_cmd_t cmd;
@@ -86,6 +129,7 @@ struct proto_req {
     bool        swallow_line; /* proto_parse_keys: the line ended early
                             * (a NUL, or an error before its newline): drop
                             * input through the next '\n' */
+    struct proto_meta meta; /* PROTO_CMD_M*: last, not cleared per request */
 };
 
 /*
@@ -178,6 +222,36 @@ size_t proto_uri_encode(char *buf, size_t cap, const char *key, size_t nkey);
 /* One `stats cachedump` line: "ITEM K [V b; E s]\r\n". */
 size_t proto_compose_cachedump(char *buf, size_t cap, const char *key,
                                size_t nkey, uint32_t vlen, uint64_t exp);
+
+/* What a meta answer reports about an item (or, on a miss, the key). */
+struct proto_meta_item {
+    const char *key;
+    size_t      nkey;
+    bool        key_binary;     /* k: answer the key base64-encoded, " b" */
+    uint32_t    vlen;           /* VA size, s */
+    uint32_t    client_flags;   /* f */
+    uint64_t    cas;            /* c */
+    int64_t     ttl;            /* t: seconds left, -1 for never */
+    uint32_t    la;             /* l: seconds since last access */
+    bool        fetched;        /* h: read before this request */
+    bool        token_sent;     /* Z: a win was handed out before */
+    bool        stale;          /* X */
+    bool        won;            /* W: this client is to recache */
+};
+
+/*
+ * A meta answer line: code ("VA", "HD", "EN", "NF", "NS", "EX", "MN"), then
+ * for each flag of the request that is in echo (e.g. "Ok" on a miss,
+ * "stcflhOk" for an mg hit) its value, in the order sent, then Z X W as
+ * set in it (may be NULL when echo needs no item figure), then "\r\n".
+ * "VA" is followed by it->vlen. Returns bytes written, 0 if cap is short.
+ */
+size_t proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
+                          const struct proto_meta *m, const struct proto_meta_item *it);
+/* me's answer: "ME <key> exp=E la=L cas=C fetch=yes|no cls=N size=S\r\n". */
+size_t proto_compose_me(char *buf, size_t cap, const struct proto_meta_item *it,
+                        int64_t exp, unsigned cls, uint64_t size);
+#define PROTO_META_LINE_MAX 1024    /* room for any meta answer line */
 
 /* Bounded decimal parsers (no locale, no strtol): whole string must match. */
 bool proto_parse_u64(const char *s, size_t n, uint64_t *out);

@@ -70,6 +70,7 @@ struct settings {
     uint32_t watcher_logbuf;    /* -o watcher_logbuf_size=KB (bytes here) */
     long     automove;          /* -o slab_automove=N, -1: not given */
     bool     first_slab;        /* -o first_slab_past_limit=0|1 (slab.h) */
+    bool     slab_rescue;       /* -o slab_rescue=0|1 (item.h) */
 };
 
 extern struct settings settings;

@@ -90,6 +90,8 @@ void     slab_unlock(uint8_t cls);
  * then reclaims or evicts). The chunk's slab id is stored in *sid.
  */
 struct item *slab_alloc(uint8_t cls, uint32_t *sid);
+/* A chunk from the free list only (no new slab); caller holds slab_lock(cls). */
+struct item *slab_pop_free_locked(uint8_t cls, uint32_t *sid);
 /* Return a chunk to its class's free list. Caller holds slab_lock(cls). */
 void     slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk);
 void     slab_free(uint8_t cls, uint32_t sid, struct item *chunk);

@@ -245,6 +245,12 @@ crawler_metadump(struct dispatch_ctx *d, const struct args *a)
         dispatch_reply_line(d, "ERROR metadump not allowed");
         return DISPATCH_DONE;
     }
+    /* memcached refuses a dump behind answers still queued (pipelined
+     * commands in the same read): they would interleave with it. */
+    if (outq_pending(d->out) > 0) {
+        dispatch_reply_line(d, "ERROR cannot pipeline other commands before metadump");
+        return DISPATCH_DONE;
+    }
     if (!parse_classes(d->dump.classes, a->w[1], a->n[1], true)) {
         dispatch_reply_line(d, "BADCLASS invalid class id");
         return DISPATCH_DONE;
@@ -440,7 +446,7 @@ admin_stats_detail(struct dispatch_ctx *d, const char *args, const char *end)
 /*
  * "watch [kinds...]": the connection becomes a log stream (core drains
  * the watcher). Kinds slabcache does not log (rawcmds, sysevents,
- * connevents, proxy*) are refused rather than accepted and left silent.
+ * proxy*) are refused rather than accepted and left silent.
  */
 dispatch_result_t
 admin_watch(struct dispatch_ctx *d, const struct proto_req *req)
@@ -454,6 +460,10 @@ admin_watch(struct dispatch_ctx *d, const struct proto_req *req)
         answer(d, noreply, "CLIENT_ERROR watch commands not allowed");
         return DISPATCH_DONE;
     }
+    if (outq_pending(d->out) > 0) {
+        answer(d, noreply, "ERROR cannot pipeline other commands before watch");
+        return DISPATCH_DONE;
+    }
     /* As in memcached, "noreply" is no kind: it makes the ERROR silent. */
     for (size_t i = 0; i < a.count; i++) {
         if (arg_is(&a, i, "fetchers")) {
@@ -462,6 +472,8 @@ admin_watch(struct dispatch_ctx *d, const struct proto_req *req)
             kinds |= LOGGER_MUTATIONS;
         } else if (arg_is(&a, i, "evictions")) {
             kinds |= LOGGER_EVICTIONS;
+        } else if (arg_is(&a, i, "connevents")) {
+            kinds |= LOGGER_CONNEVENTS;
         } else {
             answer(d, noreply, "ERROR");
             return DISPATCH_DONE;

@@ -79,6 +79,12 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
         item_release(it);       /* no header, so no value either */
         return;
     }
+    dispatch_reply_data(d, it);
+}
+
+void
+dispatch_reply_data(struct dispatch_ctx *d, struct item *it)
+{
     if (it->nbytes < DISPATCH_COPY_MAX) {
         outq_add(d->out, item_value(it), it->nbytes);
         item_release(it);
@@ -113,6 +119,28 @@ log_get(struct dispatch_ctx *d, const char *key, size_t nkey,
 
     logger_item_get(key, nkey, st, it != NULL ? slab_cls_of(it) : 0, d->fd,
                     it != NULL ? item_vlen(it) : 0);
+}
+
+/*
+ * memcached logs a fetch for every command that looks its key up first
+ * (stores, delete, touch, incr/decr), found or not: the same line here,
+ * from a lookup that changes nothing, made only while someone watches.
+ */
+void
+dispatch_log_lookup(struct dispatch_ctx *d, const char *key, size_t nkey)
+{
+    item_miss_t miss;
+    uint8_t cls = 0;
+    uint32_t vlen = 0;
+
+    if (!logger_wants(LOGGER_FETCHERS)) {
+        return;
+    }
+    bool live = item_peek(key, nkey, &miss, &cls, &vlen);
+    logger_item_get(key, nkey, live ? LOGGER_GET_FOUND :
+                    miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
+                    miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
+                    LOGGER_GET_NOT_FOUND, cls, d->fd, vlen);
 }
 
 /* memcached's names for storage commands in `watch mutations` lines. */
@@ -309,10 +337,15 @@ dispatch_data_done(struct dispatch_ctx *d)
     struct item *it = d->it;
     proto_rsp_t rsp;
 
+    if (d->cmd == PROTO_CMD_MS) {
+        dispatch_meta_data_done(d);
+        return;
+    }
     d->it = NULL;
     if (!proto_data_ok(d->data + d->ndata - 2)) {
         rsp = PROTO_RSP_BAD_CHUNK;
     } else {
+        dispatch_log_lookup(d, item_key(it), item_nkey(it));
         item_status_t st = item_store(it, store_op(d->cmd), d->cas);
         logger_store_status_t lst;
         switch (st) {
@@ -361,6 +394,7 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
     bool incr = req->cmd == PROTO_CMD_INCR;
     uint64_t value = 0;
     uint8_t cls = 0;
+    dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value,
                                   &cls);
 
@@ -403,6 +437,7 @@ do_delete(struct dispatch_ctx *d, const struct proto_req *req)
     if (stats_detail_enabled()) {
         stats_detail_record(req->key, req->nkey, STATS_DETAIL_DELETE, false);
     }
+    dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_delete(req->key, req->nkey, &cls);
 
     if (st == ITEM_OK) {
@@ -421,6 +456,7 @@ static dispatch_result_t
 do_touch(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
+    dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_touch(req->key, req->nkey, clock_exptime(req->exptime),
                                   &cls);
 
@@ -487,8 +523,8 @@ do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
 static dispatch_result_t
 do_quit(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    (void)d;
     (void)req;
+    d->close_reason = LOGGER_CLOSE_NORMAL;
     return DISPATCH_CLOSE;
 }
 
@@ -509,6 +545,7 @@ do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
         return DISPATCH_DONE;
     }
     shutdown_hook();
+    d->close_reason = LOGGER_CLOSE_SHUTDOWN;
     return DISPATCH_CLOSE;
 }
 
@@ -619,6 +656,12 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_SLABS:          return admin_slabs;
     case PROTO_CMD_LRU:            return admin_lru;
     case PROTO_CMD_WATCH:          return admin_watch;
+    case PROTO_CMD_MG:
+    case PROTO_CMD_MS:
+    case PROTO_CMD_MD:
+    case PROTO_CMD_MA:
+    case PROTO_CMD_MN:
+    case PROTO_CMD_ME:             return dispatch_meta;
     case PROTO_CMD_NONE:           break;
     }
     return NULL;

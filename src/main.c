@@ -191,6 +191,7 @@ storage_setup(void)
         return -1;
     }
     slab_set_first_past_limit(settings.first_slab);
+    item_set_slab_rescue(settings.slab_rescue);
     if (assoc_setup(settings.hashpower) != 0 || item_setup(!settings.cas_disabled) != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return -1;

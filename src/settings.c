@@ -58,6 +58,7 @@ settings_defaults(void)
     settings.watcher_logbuf = 256 * 1024;
     settings.automove = -1;
     settings.first_slab = true;
+    settings.slab_rescue = true;
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
 }
 
@@ -209,6 +210,7 @@ static void set_tocrawl(long v)      { settings.crawler_tocrawl = (uint32_t)v; }
 static void set_watch_buf(long v)    { settings.watcher_logbuf = (uint32_t)v * 1024; }
 static void set_reassign(long v)     { settings.slab_reassign = v != 0; }
 static void set_first_slab(long v)   { settings.first_slab = v != 0; }
+static void set_slab_rescue(long v)  { settings.slab_rescue = v != 0; }
 static void set_crawler(long v)      { settings.lru_crawler = v != 0; }
 static void set_no_automove(long v)  { (void)v; settings.automove = 0; }
 /* memcached 1.4's defaults: no slab moves, no crawler; items are never
@@ -241,6 +243,7 @@ static const struct ext_opt ext_opts[] = {
     NUM("lru_crawler_tocrawl", 0, UINT32_MAX, set_tocrawl),
     NUM("watcher_logbuf_size", 1, 1048576, set_watch_buf),
     NUM("first_slab_past_limit", 0, 1, set_first_slab),
+    NUM("slab_rescue", 0, 1, set_slab_rescue),
     SWITCH("slab_reassign", 1, set_reassign),
     SWITCH("no_slab_reassign", 0, set_reassign),
     SWITCH("no_slab_automove", 0, set_no_automove),

@@ -84,6 +84,9 @@ struct conn {
     rel_time_t           last_io;   /* last command or bytes written */
     char                 peer[64];
     char                 local[64]; /* the listener's address */
+    char                 rip[INET6_ADDRSTRLEN]; /* connevents: peer address */
+    unsigned             rport;
+    bool                 unix_socket;
     struct outq          out;
     struct dispatch_ctx  d;
 };
@@ -123,6 +126,20 @@ conn_describe_peer(struct conn *c)
         ss.ss_family = AF_UNSPEC;
     }
     conn_format_addr((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+    /* connevents lines as memcached writes them: bare address and port,
+     * "unix" and 0 for a UNIX socket. */
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &sin->sin_addr, c->rip, sizeof(c->rip));
+        c->rport = ntohs(sin->sin_port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, c->rip, sizeof(c->rip));
+        c->rport = ntohs(sin6->sin6_port);
+    } else {
+        snprintf(c->rip, sizeof(c->rip), "unix");
+        c->unix_socket = true;
+    }
     len = sizeof(ss);
     memset(&ss, 0, sizeof(ss));
     if (getsockname(c->fd, (struct sockaddr *)&ss, &len) != 0) {
@@ -161,6 +178,12 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
         return NULL;
     }
     conn_describe_peer(c);
+    /* A connection closes with "error" unless it ended cleanly (memcached's
+     * default close reason). */
+    c->d.close_reason = LOGGER_CLOSE_ERROR;
+    if (logger_wants(LOGGER_CONNEVENTS)) {
+        logger_conn_new(c->rip, c->rport, c->unix_socket ? "local" : "tcp", fd);
+    }
     c->list = list;
     pthread_mutex_lock(&list->lock);
     c->next = list->head;
@@ -210,6 +233,10 @@ conn_free(struct conn *c)
         pthread_mutex_unlock(&c->list->lock);
     }
     int fd = c->fd;
+    if (logger_wants(LOGGER_CONNEVENTS)) {
+        logger_conn_close(c->rip, c->rport, c->unix_socket ? "local" : "tcp",
+                          c->d.close_reason, fd);
+    }
     conn_release(c);
     close(fd);
     stats_conn_close();
@@ -240,6 +267,7 @@ conn_kick_idle(struct conn_list *list, uint32_t timeout)
         if (waiting && outq_pending(&c->out) == 0 && !c->read_paused &&
             now - last > timeout) {
             STATS_INCR(c->stats, idle_kicks);
+            c->d.close_reason = LOGGER_CLOSE_IDLE_TIMEOUT;
             conn_free(c);
         }
     }
@@ -307,6 +335,7 @@ conn_read(struct conn *c)
     }
     n = read(c->fd, dst, cap);
     if (n == 0) {
+        c->d.close_reason = LOGGER_CLOSE_NORMAL;   /* the peer hung up */
         return -1;
     }
     if (n < 0) {

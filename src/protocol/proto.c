@@ -23,8 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MC_MAX_TOKENS 23  /* memcached's MAX_TOKENS (24) less its end marker */
-#define TOK_KEEP      8   /* "cas k f e n c noreply" is the longest we read */
+#include "proto_int.h"
+
 #define MC_SPACE_SKIP 100 /* leading spaces memcached tolerates on long gets */
 
 static const char ERR_ERROR[] = "ERROR";
@@ -33,20 +33,6 @@ static const char ERR_DELTA[] = "CLIENT_ERROR invalid numeric delta argument";
 static const char ERR_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
 static const char ERR_DELETE[] =
     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
-
-struct tok {
-    const char *p;
-    size_t n;
-};
-
-/* One request line, tokenized the way memcached's tokenize_command() does. */
-struct line {
-    const char *start;
-    const char *end;          /* excludes "\r\n" and anything after a NUL */
-    struct tok tok[TOK_KEEP];
-    size_t ntok;              /* capped at MC_MAX_TOKENS, like memcached */
-    struct tok last;          /* the token memcached checks for "noreply" */
-};
 
 /* ------------------------------------------------------------------------ */
 /* Numbers                                                                   */
@@ -139,8 +125,8 @@ mc_scan(struct tok t, uint64_t *mag, bool *neg)
 }
 
 /* memcached's safe_strtoull(): strtoull() wraps "-N"; reject if it shows. */
-static bool
-mc_strtoull(struct tok t, uint64_t *out)
+bool
+proto_mc_strtoull(struct tok t, uint64_t *out)
 {
     uint64_t mag, v;
     bool neg;
@@ -155,12 +141,12 @@ mc_strtoull(struct tok t, uint64_t *out)
 }
 
 /* safe_strtoul(): the same 64-bit check, then silently cut to 32 bits. */
-static bool
-mc_strtoul(struct tok t, uint32_t *out)
+bool
+proto_mc_strtoul(struct tok t, uint32_t *out)
 {
     uint64_t v;
 
-    if (!mc_strtoull(t, &v))
+    if (!proto_mc_strtoull(t, &v))
         return false;
     *out = (uint32_t)v;
     return true;
@@ -175,8 +161,8 @@ to_int32(uint64_t v)
 }
 
 /* safe_strtol(): range checked as a 64-bit long, then cut to int32_t. */
-static bool
-mc_strtol(struct tok t, int32_t *out)
+bool
+proto_mc_strtol(struct tok t, int32_t *out)
 {
     uint64_t mag;
     bool neg;
@@ -193,8 +179,8 @@ mc_strtol(struct tok t, int32_t *out)
 /* Lines and tokens                                                          */
 /* ------------------------------------------------------------------------ */
 
-static bool
-tok_is(struct tok t, const char *s)
+bool
+proto_tok_is(struct tok t, const char *s)
 {
     size_t n = strlen(s);
     return t.n == n && memcmp(t.p, s, n) == 0;
@@ -252,8 +238,8 @@ rest_of_line(const struct line *ln, const char **sub, size_t *nsub)
 /* Commands                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static proto_status_t
-fail(struct proto_req *req, const char *msg)
+proto_status_t
+proto_fail(struct proto_req *req, const char *msg)
 {
     req->error = msg;
     return PROTO_ERROR;
@@ -263,12 +249,12 @@ fail(struct proto_req *req, const char *msg)
 static void
 noreply_maybe(const struct line *ln, struct proto_req *req)
 {
-    if (tok_is(ln->last, "noreply"))
+    if (proto_tok_is(ln->last, "noreply"))
         req->noreply = true;
 }
 
-static bool
-key_ok(struct tok t)
+bool
+proto_key_ok(struct tok t)
 {
     return t.n <= PROTO_KEY_MAX;
 }
@@ -286,7 +272,7 @@ storage_vlen(struct tok t, uint32_t *vlen)
 {
     int32_t v;
 
-    if (!mc_strtol(t, &v) || v < 0 || v > INT32_MAX - 2)
+    if (!proto_mc_strtol(t, &v) || v < 0 || v > INT32_MAX - 2)
         return false;
     *vlen = (uint32_t)v;
     return true;
@@ -306,17 +292,17 @@ parse_storage(const struct line *ln, struct proto_req *req)
     bool ok;
 
     if (ln->ntok != ntok && ln->ntok != ntok + 1)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
 
     req->swallow = storage_vlen(ln->tok[4], &req->vlen);
-    ok = key_ok(ln->tok[1]) && mc_strtoul(ln->tok[2], &req->flags) &&
-         mc_strtol(ln->tok[3], &exptime) && req->swallow &&
-         (!is_cas || mc_strtoull(ln->tok[5], &req->cas));
+    ok = proto_key_ok(ln->tok[1]) && proto_mc_strtoul(ln->tok[2], &req->flags) &&
+         proto_mc_strtol(ln->tok[3], &exptime) && req->swallow &&
+         (!is_cas || proto_mc_strtoull(ln->tok[5], &req->cas));
     req->exptime = exptime;
     if (!ok)
-        return fail(req, ERR_FORMAT);
+        return proto_fail(req, ERR_FORMAT);
     req->swallow = false;
     return PROTO_OK;
 }
@@ -334,7 +320,7 @@ set_keys(const char *from, const char *end, struct proto_req *req)
         if (req->key == NULL)
             set_key(req, (struct tok){k, nk});
         if (nk > PROTO_KEY_MAX)
-            return fail(req, ERR_FORMAT);
+            return proto_fail(req, ERR_FORMAT);
     }
     return PROTO_OK;
 }
@@ -346,11 +332,11 @@ parse_get(const struct line *ln, struct proto_req *req)
     int32_t exptime;
 
     if (ln->ntok < 2)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     if (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS)
         return set_keys(t1.p, ln->end, req);
-    if (!mc_strtol(t1, &exptime))
-        return fail(req, ERR_EXPTIME);
+    if (!proto_mc_strtol(t1, &exptime))
+        return proto_fail(req, ERR_EXPTIME);
     req->exptime = exptime;
     /* "gat 0" with no keys is legal and answers a bare "END". */
     return set_keys(t1.p + t1.n, ln->end, req);
@@ -360,13 +346,13 @@ static proto_status_t
 parse_arith(const struct line *ln, struct proto_req *req)
 {
     if (ln->ntok != 3 && ln->ntok != 4)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
-    if (!key_ok(ln->tok[1]))
-        return fail(req, ERR_FORMAT);
-    if (!mc_strtoull(ln->tok[2], &req->delta))
-        return fail(req, ERR_DELTA);
+    if (!proto_key_ok(ln->tok[1]))
+        return proto_fail(req, ERR_FORMAT);
+    if (!proto_mc_strtoull(ln->tok[2], &req->delta))
+        return proto_fail(req, ERR_DELTA);
     return PROTO_OK;
 }
 
@@ -376,13 +362,13 @@ parse_touch(const struct line *ln, struct proto_req *req)
     int32_t exptime;
 
     if (ln->ntok != 3 && ln->ntok != 4)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
-    if (!key_ok(ln->tok[1]))
-        return fail(req, ERR_FORMAT);
-    if (!mc_strtol(ln->tok[2], &exptime))
-        return fail(req, ERR_EXPTIME);
+    if (!proto_key_ok(ln->tok[1]))
+        return proto_fail(req, ERR_FORMAT);
+    if (!proto_mc_strtol(ln->tok[2], &exptime))
+        return proto_fail(req, ERR_EXPTIME);
     req->exptime = exptime;
     return PROTO_OK;
 }
@@ -396,20 +382,20 @@ static proto_status_t
 parse_delete(const struct line *ln, struct proto_req *req)
 {
     if (ln->ntok < 2 || ln->ntok > 4)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     if (ln->ntok > 2) {
-        bool hold_zero = tok_is(ln->tok[2], "0");
+        bool hold_zero = proto_tok_is(ln->tok[2], "0");
         bool valid;
 
         noreply_maybe(ln, req);
         valid = (ln->ntok == 3 && (hold_zero || req->noreply)) ||
                 (ln->ntok == 4 && hold_zero && req->noreply);
         if (!valid)
-            return fail(req, ERR_DELETE);
+            return proto_fail(req, ERR_DELETE);
     }
     set_key(req, ln->tok[1]);
-    if (!key_ok(ln->tok[1]))
-        return fail(req, ERR_FORMAT);
+    if (!proto_key_ok(ln->tok[1]))
+        return proto_fail(req, ERR_FORMAT);
     return PROTO_OK;
 }
 
@@ -420,12 +406,12 @@ parse_flush_all(const struct line *ln, struct proto_req *req)
     int32_t delay;
 
     if (ln->ntok > 3)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
     if (ln->ntok == (req->noreply ? 2u : 1u))
         return PROTO_OK;
-    if (!mc_strtol(ln->tok[1], &delay))
-        return fail(req, ERR_EXPTIME);
+    if (!proto_mc_strtol(ln->tok[1], &delay))
+        return proto_fail(req, ERR_EXPTIME);
     req->arg = delay;
     req->has_arg = true;
     return PROTO_OK;
@@ -438,10 +424,10 @@ parse_u32_arg(const struct line *ln, struct proto_req *req, const char *err)
     uint32_t v;
 
     if (ln->ntok != 2 && ln->ntok != 3)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
-    if (!mc_strtoul(ln->tok[1], &v))
-        return fail(req, err);
+    if (!proto_mc_strtoul(ln->tok[1], &v))
+        return proto_fail(req, err);
     req->arg = v;
     req->has_arg = true;
     return PROTO_OK;
@@ -537,16 +523,19 @@ dispatch(const struct line *ln, struct proto_req *req)
 
     /* No memcached command is shorter than two bytes. */
     if (ln->ntok == 0 || ln->tok[0].n < 2)
-        return fail(req, ERR_ERROR);
+        return proto_fail(req, ERR_ERROR);
+    /* Two letters starting with 'm' are meta commands, as in memcached. */
+    if (ln->tok[0].n == 2 && ln->tok[0].p[0] == 'm')
+        return proto_parse_meta(ln, req);
     for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        if (tok_is(ln->tok[0], commands[i].name)) {
+        if (proto_tok_is(ln->tok[0], commands[i].name)) {
             req->cmd = commands[i].cmd;
             return commands[i].parse(ln, req);
         }
     }
     if (looks_like_http(ln))
         return PROTO_CLOSE;
-    return fail(req, ERR_ERROR);
+    return proto_fail(req, ERR_ERROR);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -587,7 +576,7 @@ stream_keys(const char *buf, const char *from, size_t len,
     if ((size_t)(end - last) > PROTO_KEY_MAX) {
         *consumed = len;
         req->swallow_line = true;
-        return fail(req, ERR_FORMAT);
+        return proto_fail(req, ERR_FORMAT);
     }
     *consumed = (size_t)(last - buf);
     if (set_keys(from, last, req) != PROTO_OK) {
@@ -662,10 +651,10 @@ incomplete_line(const char *buf, size_t len, struct proto_req *req,
         t.n = (size_t)(p - t.p);
         if (p == end)
             return PROTO_CLOSE;     /* a 2 KB exptime is no request */
-        if (!mc_strtol(t, &exptime)) {
+        if (!proto_mc_strtol(t, &exptime)) {
             *consumed = len;
             req->swallow_line = true;
-            return fail(req, ERR_EXPTIME);
+            return proto_fail(req, ERR_EXPTIME);
         }
         req->exptime = exptime;
     }
@@ -677,7 +666,7 @@ proto_status_t
 proto_parse_keys(const char *buf, size_t len, struct proto_req *req,
                  size_t *consumed)
 {
-    memset(req, 0, sizeof(*req));
+    memset(req, 0, offsetof(struct proto_req, meta));
     *consumed = 0;
     return stream_chunk(buf, buf, len, req, consumed);
 }
@@ -690,7 +679,7 @@ proto_parse(const char *buf, size_t len, struct proto_req *req,
     const char *nul;
     struct line ln;
 
-    memset(req, 0, sizeof(*req));
+    memset(req, 0, offsetof(struct proto_req, meta));
     *consumed = 0;
     if (nl == NULL)
         return incomplete_line(buf, len, req, consumed);

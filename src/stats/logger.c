@@ -250,6 +250,30 @@ logger_eviction(const char *key, size_t nkey, bool fetched, int64_t ttl,
 }
 
 void
+logger_conn_new(const char *rip, unsigned rport, const char *transport, int fd)
+{
+    char line[LINE_MAX_BYTES];
+    int head = line_head(line, sizeof(line));
+    int tail = snprintf(line + head, sizeof(line) - (size_t)head,
+                        "type=conn_new rip=%s rport=%u transport=%s cfd=%d\n",
+                        rip, rport, transport, fd);
+    emit(LOGGER_CONNEVENTS, line, head, tail);
+}
+
+void
+logger_conn_close(const char *rip, unsigned rport, const char *transport,
+                  logger_close_reason_t reason, int fd)
+{
+    static const char *const names[] = { "error", "normal", "idle_timeout", "shutdown" };
+    char line[LINE_MAX_BYTES];
+    int head = line_head(line, sizeof(line));
+    int tail = snprintf(line + head, sizeof(line) - (size_t)head,
+                        "type=conn_close rip=%s rport=%u transport=%s reason=%s cfd=%d\n",
+                        rip, rport, transport, names[reason], fd);
+    emit(LOGGER_CONNEVENTS, line, head, tail);
+}
+
+void
 logger_stats(uint64_t *s, uint64_t *k, uint64_t *w)
 {
     *s = atomic_load(&sent);

@@ -241,7 +241,7 @@ static const char *const no_resp_objs[] = {
     "response_obj_oom", "response_obj_count", "response_obj_bytes", NULL
 };
 static const char *const no_page_mover[] = {
-    "slab_reassign_rescues", "slab_reassign_chunk_rescues",
+    "slab_reassign_chunk_rescues",
     "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
     "slab_reassign_busy_items", "slab_reassign_busy_deletes",
     "slab_reassign_running", NULL
@@ -310,6 +310,7 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "hash_power_level", power);
     emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(uint32_t));   /* handles */
     emit_u64(emit, ctx, "hash_is_expanding", 0);
+    emit_u64(emit, ctx, "slab_reassign_rescues", is.slab_rescues);
     emit_zeros(emit, ctx, no_page_mover);
     struct slab_evict_figures g;
     slab_evict_global(&g);
@@ -456,6 +457,7 @@ emit_settings(stats_emit_fn emit, void *ctx)
     /* slabcache's own. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());
     emit_str(emit, ctx, "first_slab_past_limit", slab_first_past_limit() ? "yes" : "no");
+    emit_str(emit, ctx, "slab_rescue", item_slab_rescue() ? "yes" : "no");
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
     emit_str(emit, ctx, "bg_evict", settings.bg_evict ? "yes" : "no");

@@ -180,6 +180,22 @@ assoc_delete(struct item *it, uint32_t hv)
     }
 }
 
+void
+assoc_replace(struct item *old, struct item *to, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    uint32_t h = slab_handle(old);
+    uint32_t *pp = &p->buckets[bucket_of(p, hv)];
+
+    while (*pp != SLAB_HANDLE_NONE && *pp != h) {
+        pp = &slab_handle_item(*pp)->h_next;
+    }
+    assert(*pp == h);
+    to->h_next = old->h_next;
+    *pp = slab_handle(to);
+    old->h_next = SLAB_HANDLE_NONE;
+}
+
 uint64_t
 assoc_buckets(void)
 {

@@ -50,6 +50,8 @@ struct lru {
     uint64_t     expired_unfetched;
     uint64_t     outofmemory;
     uint64_t     evicted_by_slab;
+    uint64_t     slab_rescues;      /* items moved out of a slab being emptied */
+    _Atomic bool ttl_seen;          /* an item with an exptime was stored */
     _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
     _Atomic uint64_t crawler_items_checked;
 };
@@ -58,6 +60,7 @@ static struct lru             lrus[SLAB_CLASS_MAX + 1];
 static _Atomic item_evict_hook_fn evict_hook;
 static bool                   cas_enabled;
 static _Atomic uint64_t       cas_seq;
+static _Atomic bool           slab_rescue_on = true;
 static _Atomic rel_time_t     oldest_live;
 static _Atomic uint64_t       oldest_cas;
 
@@ -260,6 +263,28 @@ clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
 }
 
 /*
+ * Whether a linked item at the hand may be dead, read without its
+ * partition lock (a touch may be writing exptime: hence the atomic load).
+ * "No" ends clock_reclaim's look at no cost in the common case, a live
+ * item with no flush pending; "maybe" is settled under both locks.
+ */
+static bool
+clock_maybe_dead(struct item *it, rel_time_t now)
+{
+    rel_time_t exp = __atomic_load_n(&it->exptime, __ATOMIC_RELAXED);
+    rel_time_t live = atomic_load_explicit(&oldest_live, memory_order_relaxed);
+
+    if (exp != 0 && exp <= now) {
+        return true;
+    }
+    if (live == 0 || live > now) {
+        return false;
+    }
+    return __atomic_load_n(&it->time, __ATOMIC_RELAXED) <= live ||
+           atomic_load_explicit(&oldest_cas, memory_order_relaxed) != 0;
+}
+
+/*
  * Reclaim only: dead items (expired, flushed) and holes right at the hand
  * are passed, the dead ones freed; the first live or busy item stops it,
  * so no live item loses its turn in the rotation.
@@ -273,6 +298,10 @@ clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
         struct item *it = slab_clock_peek(cls, 0);
         uint32_t hv;
         if (it == NULL) {
+            break;
+        }
+        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == ITEM_LINKED &&
+            !clock_maybe_dead(it, now)) {
             break;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
@@ -347,6 +376,17 @@ item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max)
     return freed;
 }
 
+/* From the first item given an exptime on, the class checks for dead items
+ * before it allocates (item_alloc). */
+static void
+note_ttl(uint8_t cls, rel_time_t exptime)
+{
+    if (exptime != 0 &&
+        !atomic_load_explicit(&lrus[cls].ttl_seen, memory_order_relaxed)) {
+        atomic_store_explicit(&lrus[cls].ttl_seen, true, memory_order_relaxed);
+    }
+}
+
 /* The class for an item of this shape, or 0 if it cannot be stored. */
 static uint8_t
 item_class_for(size_t nkey, uint32_t vlen)
@@ -391,6 +431,17 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
 
     if (cls == 0) {
         return ITEM_TOO_LARGE;
+    }
+    /* Dead items at the hand (expired, flushed) are reused before a free
+     * chunk or a fresh slab is taken, as memcached does before allocating:
+     * memory does not grow while expired items sit in the class. Only a
+     * class that ever held an item with an exptime, or after a flush_all,
+     * can have any: others skip the look (2 % of a set's cost). */
+    if (atomic_load_explicit(&lrus[cls].ttl_seen, memory_order_relaxed) ||
+        atomic_load_explicit(&oldest_live, memory_order_relaxed) != 0) {
+        (void)item_lru_pull_tail(cls, false, 1);
+    } else {
+        note_ttl(cls, exptime);
     }
     /* A failed eviction is retried once: the CLOCK hand has moved past
      * whatever was busy (e.g. values still being sent), so a second sweep
@@ -476,6 +527,50 @@ assoc_lock_patiently(uint32_t hv)
     return false;
 }
 
+void
+item_set_slab_rescue(bool on)
+{
+    atomic_store(&slab_rescue_on, on);
+}
+
+bool
+item_slab_rescue(void)
+{
+    return atomic_load(&slab_rescue_on);
+}
+
+/*
+ * A live item of a slab being emptied that was read since the CLOCK hand
+ * last passed it is moved to another chunk of its class rather than
+ * dropped with its slab: to a free one, else to the one the class's CLOCK
+ * frees (its coldest item goes instead). So the items lost to a slab move
+ * are the class's coldest, as item-level eviction would pick, not
+ * whichever happened to share the slab. Both locks held; false when no
+ * chunk could be had (the item is then dropped).
+ */
+static bool
+slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
+{
+    uint32_t dsid;
+    struct item *dst = slab_pop_free_locked(cls, &dsid);
+
+    if (dst == NULL && clock_evict(cls, 1, now) == 1) {
+        dst = slab_pop_free_locked(cls, &dsid);
+    }
+    if (dst == NULL) {
+        return false;
+    }
+    uint8_t f = item_iflags(it);
+    memcpy(dst, it, item_ntotal(it));
+    /* The copy has had its second chance, as a CLOCK rescue gives it. */
+    atomic_store(&dst->refs, ((uint32_t)(f & ~ITEM_ACTIVE) << ITEM_REF_BITS) | 1u);
+    dst->time = now;
+    assoc_replace(it, dst, hv);
+    item_iflags_clear(it, ITEM_LINKED);
+    lrus[cls].slab_rescues++;
+    return true;
+}
+
 /* Unlink one chunk of a draining slab; false if it is in use. */
 static bool
 slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
@@ -495,6 +590,10 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
     if (!(item_iflags(it) & ITEM_FREE)) {
         if (chunk_busy(it) || item_hash(it) != hv) {
             ok = false;
+        } else if (!item_is_dead(it, now) && (item_iflags(it) & ITEM_ACTIVE) &&
+                   atomic_load_explicit(&slab_rescue_on, memory_order_relaxed) &&
+                   slab_rescue(cls, it, hv, now)) {
+            slab_free_locked(cls, sid, it);
         } else {
             bool dead = item_is_dead(it, now);
             lru_drop_locked(l, it, hv, dead, now);
@@ -754,11 +853,38 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
         slab_touch(slab_sid_of(it));
         if (touch) {
             it->exptime = exptime;
+            note_ttl(slab_cls_of(it), exptime);
         }
         do_item_bump(it);
     }
     assoc_unlock(hv);
     return it;
+}
+
+bool
+item_peek(const char *key, size_t nkey, item_miss_t *miss, uint8_t *cls,
+          uint32_t *vlen)
+{
+    uint32_t hv = hash_key(key, nkey);
+    rel_time_t now = clock_now();
+    bool live = false;
+
+    *miss = ITEM_MISS_NONE;
+    assoc_lock(hv);
+    struct item *it = assoc_find(key, nkey, hv);
+    if (it != NULL) {
+        if (item_is_flushed(it, now)) {
+            *miss = ITEM_MISS_FLUSHED;
+        } else if (it->exptime != 0 && it->exptime <= now) {
+            *miss = ITEM_MISS_EXPIRED;
+        } else {
+            *cls = slab_cls_of(it);
+            *vlen = item_vlen(it);
+            live = true;
+        }
+    }
+    assoc_unlock(hv);
+    return live;
 }
 
 static void
@@ -779,12 +905,147 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime, uint8_t *cls)
     struct item *it = do_item_find(key, nkey, hv);
     if (it != NULL) {
         it->exptime = exptime;
+        note_ttl(slab_cls_of(it), exptime);
         do_item_bump(it);
         item_report_cls(it, cls);
         st = ITEM_OK;
     }
     assoc_unlock(hv);
     return st;
+}
+
+item_status_t
+item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
+                 bool stale, bool new_ttl, rel_time_t exptime, uint8_t *cls)
+{
+    uint32_t hv = hash_key(key, nkey);
+    item_status_t st = ITEM_NOT_FOUND;
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it != NULL && has_cas && item_cas(it) != cas) {
+        st = ITEM_EXISTS;
+    } else if (it != NULL && stale) {
+        /* Served on, marked stale, with a new CAS; the next reader wins
+         * the recache (mg answers W). */
+        if (new_ttl) {
+            it->exptime = exptime;
+            note_ttl(slab_cls_of(it), exptime);
+        }
+        item_iflags_set(it, ITEM_STALE);
+        item_iflags_clear(it, ITEM_TOKEN_SENT);
+        item_set_cas(it, cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0);
+        st = ITEM_OK;
+    } else if (it != NULL) {
+        item_report_cls(it, cls);
+        do_item_unlink(it, hv);
+        st = ITEM_OK;
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+bool
+item_debug(const char *key, size_t nkey, struct item_debug *out)
+{
+    uint32_t hv = hash_key(key, nkey);
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it != NULL) {
+        out->exptime = it->exptime;
+        out->time = it->time;
+        out->cas = item_cas(it);
+        out->fetched = (item_iflags(it) & ITEM_FETCHED) != 0;
+        out->key_binary = (item_iflags(it) & ITEM_KEY_BINARY) != 0;
+        out->cls = slab_cls_of(it);
+        out->ntotal = (uint32_t)item_ntotal(it);
+    }
+    assoc_unlock(hv);
+    return it != NULL;
+}
+
+/* The empty item an mg with N creates on a miss; NULL if no memory. */
+static struct item *
+vivify_alloc(const char *key, size_t nkey, const struct item_meta_get *m)
+{
+    struct item *it;
+
+    if (item_alloc(key, nkey, 0, m->vivify_exptime, 0, &it) != ITEM_OK) {
+        return NULL;
+    }
+    memcpy(item_value(it), "\r\n", 2);
+    if (m->key_binary) {
+        item_iflags_set(it, ITEM_KEY_BINARY);
+    }
+    return it;
+}
+
+struct item *
+item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
+              item_miss_t *miss)
+{
+    uint32_t hv = hash_key(key, nkey);
+    struct item *it, *fresh = NULL;
+
+    m->won = m->created = m->fetched = m->token_sent = m->stale = false;
+    m->time = 0;
+    /* Allocation may evict, which takes partition locks: never under ours.
+     * So a miss that vivifies allocates unlocked and looks again. */
+    for (int pass = 0; pass < 2; pass++) {
+        assoc_lock(hv);
+        it = do_item_find_why(key, nkey, hv, miss);
+        if (it != NULL || !m->vivify || fresh != NULL) {
+            break;
+        }
+        assoc_unlock(hv);
+        fresh = vivify_alloc(key, nkey, m);
+        if (fresh == NULL) {
+            assoc_lock(hv);
+            break;
+        }
+    }
+    if (it == NULL && fresh != NULL) {
+        do_item_link(fresh, hv);
+        note_ttl(slab_cls_of(fresh), fresh->exptime);
+        it = fresh;
+        fresh = NULL;
+        m->created = m->won = true;
+    }
+    if (it != NULL && item_refcount(it) >= ITEM_REF_MAX) {
+        it = NULL;                      /* see item_get() */
+    }
+    if (it != NULL) {
+        uint8_t f = item_iflags(it);
+        m->fetched = (f & ITEM_FETCHED) != 0 && !m->created;
+        m->time = it->time;
+        m->token_sent = (f & ITEM_TOKEN_SENT) != 0;
+        m->stale = (f & ITEM_STALE) != 0;
+        if (m->touch) {
+            it->exptime = m->exptime;
+            note_ttl(slab_cls_of(it), m->exptime);
+        }
+        if (m->recache && !m->token_sent && !m->created && it->exptime != 0 &&
+            it->exptime < m->recache_time) {
+            m->won = true;
+        }
+        if (m->stale && !m->token_sent) {
+            m->won = true;
+        }
+        if (m->won) {
+            item_iflags_set(it, ITEM_TOKEN_SENT);
+        }
+        atomic_fetch_add(&it->refs, 1);
+        slab_touch(slab_sid_of(it));
+        if (m->bump) {
+            do_item_bump(it);
+        }
+    }
+    assoc_unlock(hv);
+    if (fresh != NULL) {
+        item_release(fresh);            /* someone else stored it meanwhile */
+    }
+    return it;
 }
 
 item_status_t
@@ -857,6 +1118,7 @@ concat_fill(struct item *joined, struct item *old, struct item *it, bool append)
         memcpy(dst, item_value(it), nvlen);
         memcpy(dst + nvlen, item_value(old), ovlen + 2);
     }
+    item_iflags_set(joined, item_iflags(old) & ITEM_KEY_BINARY);
 }
 
 /* Under the lock: touch/gat change these in place, so copy them last. */
@@ -870,7 +1132,7 @@ concat_link(struct item *joined, struct item *old, uint32_t hv)
 
 /* append/prepend: a new item holding old and new values joined. */
 static item_status_t
-item_concat(struct item *it, bool append)
+item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out)
 {
     uint32_t hv = item_hash(it), nvlen = item_vlen(it);
     const char *key = item_key(it);
@@ -883,6 +1145,10 @@ item_concat(struct item *it, bool append)
             assoc_unlock(hv);
             return ITEM_NOT_STORED;
         }
+        if (cas_in != 0 && item_cas(old) != cas_in) {
+            assoc_unlock(hv);
+            return ITEM_EXISTS;
+        }
         uint32_t ovlen = item_vlen(old);
         if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
             assoc_unlock(hv);
@@ -893,6 +1159,7 @@ item_concat(struct item *it, bool append)
         if (joined != NULL) {
             concat_fill(joined, old, it, append);
             concat_link(joined, old, hv);
+            *cas_out = item_cas(joined);
             assoc_unlock(hv);
             item_release(joined);
             return ITEM_OK;
@@ -908,9 +1175,11 @@ item_concat(struct item *it, bool append)
         }
         concat_fill(joined, old, it, append);
         assoc_lock(hv);
-        bool same = still_linked(old, hv);
+        bool same = still_linked(old, hv) &&
+                    (cas_in == 0 || item_cas(old) == cas_in);
         if (same) {
             concat_link(joined, old, hv);
+            *cas_out = item_cas(joined);
         }
         assoc_unlock(hv);
         item_release(joined);
@@ -925,11 +1194,41 @@ item_concat(struct item *it, bool append)
 item_status_t
 item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
 {
+    struct item_store_meta m = { .has_cas = op == ITEM_OP_CAS,
+                                 .cas = op == ITEM_OP_CAS ? cas_in : 0 };
+
+    return item_store_meta(it, op, &m);
+}
+
+/* ms I: the cas was older than the item's; store anyway, marked stale,
+ * with the item's TTL and any win already handed out for it. */
+static bool
+store_stale_ok(struct item *it, struct item *old, const struct item_store_meta *m)
+{
+    if (!m->stale_ok || m->cas == 0 || m->cas >= item_cas(old)) {
+        return false;
+    }
+    it->exptime = old->exptime;
+    item_iflags_set(it, ITEM_STALE | (item_iflags(old) & ITEM_TOKEN_SENT));
+    return true;
+}
+
+item_status_t
+item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
+{
     uint32_t hv = item_hash(it);
     item_status_t st = ITEM_NOT_STORED;
 
+    m->cas_out = 0;
+    if (m->key_binary) {
+        item_iflags_set(it, ITEM_KEY_BINARY);
+    }
     if (op == ITEM_OP_APPEND || op == ITEM_OP_PREPEND) {
-        return item_concat(it, op == ITEM_OP_APPEND);
+        return item_concat(it, op == ITEM_OP_APPEND, m->cas, &m->cas_out);
+    }
+    /* A compared set or replace is a cas, as in memcached's mset. */
+    if (m->has_cas && (op == ITEM_OP_SET || op == ITEM_OP_REPLACE)) {
+        op = ITEM_OP_CAS;
     }
 
     assoc_lock(hv);
@@ -963,13 +1262,17 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
     case ITEM_OP_CAS:
         if (old == NULL) {
             st = ITEM_NOT_FOUND;
-        } else if (item_cas(old) == cas_in) {
+        } else if ((m->cas != 0 && item_cas(old) == m->cas) ||
+                   store_stale_ok(it, old, m)) {
             do_item_replace(old, it, hv);
             st = ITEM_OK;
         } else {
             st = ITEM_EXISTS;
         }
         break;
+    }
+    if (st == ITEM_OK) {
+        m->cas_out = item_cas(it);
     }
     assoc_unlock(hv);
     return st;
@@ -1060,6 +1363,29 @@ item_status_t
 item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
            uint64_t *result, uint8_t *cls)
 {
+    return item_arith_meta(key, nkey, incr, delta, result, cls, NULL);
+}
+
+/* ma's extras on the item now holding the counter; partition lock held. */
+static void
+arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
+{
+    if (m == NULL) {
+        return;
+    }
+    if (m->touch) {
+        it->exptime = m->exptime;
+        note_ttl(slab_cls_of(it), m->exptime);
+    }
+    m->cas_out = item_cas(it);
+    m->exptime_out = it->exptime;
+    m->vlen_out = len;
+}
+
+item_status_t
+item_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
+                uint64_t *result, uint8_t *cls, struct item_arith_meta *m)
+{
     uint32_t hv = hash_key(key, nkey);
     char buf[24];
     uint32_t len;
@@ -1070,6 +1396,10 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
         if (it == NULL) {
             assoc_unlock(hv);
             return ITEM_NOT_FOUND;
+        }
+        if (m != NULL && m->cas != 0 && item_cas(it) != m->cas) {
+            assoc_unlock(hv);
+            return ITEM_EXISTS;
         }
         item_status_t st = arith_compute(it, incr, delta, result, buf, &len);
         if (st != ITEM_OK) {
@@ -1082,13 +1412,16 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             write_counter(it, buf, len);
             item_set_cas(it, cas_enabled ? atomic_fetch_add(&cas_seq, 1) + 1 : 0);
             do_item_bump(it);
+            arith_meta_done(it, m, len);
             assoc_unlock(hv);
             return ITEM_OK;
         }
         struct item *nit = item_alloc_nowait(key, nkey, it->flags, it->exptime, vlen);
         if (nit != NULL) {
             write_counter(nit, buf, len);
+            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
             do_item_replace(it, nit, hv);
+            arith_meta_done(nit, m, len);
             assoc_unlock(hv);
             item_release(nit);
             return ITEM_OK;
@@ -1102,7 +1435,8 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             return st;
         }
         assoc_lock(hv);
-        bool same = still_linked(it, hv);
+        bool same = still_linked(it, hv) &&
+                    (m == NULL || m->cas == 0 || item_cas(it) == m->cas);
         if (same) {
             /* Pinned, so its value is unchanged: recompute to format into
              * the new item. touch/gat may have moved exptime meanwhile. */
@@ -1110,7 +1444,9 @@ item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
             write_counter(nit, buf, len);
             nit->exptime = it->exptime;
             nit->flags = it->flags;
+            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
             do_item_replace(it, nit, hv);
+            arith_meta_done(nit, m, len);
         }
         assoc_unlock(hv);
         item_release(nit);
@@ -1151,6 +1487,7 @@ item_get_stats(struct item_stats *out)
         out->bytes += lrus[c].bytes;
         out->evictions += lrus[c].evicted + lrus[c].evicted_by_slab;
         out->evicted_by_slab += lrus[c].evicted_by_slab;
+        out->slab_rescues += lrus[c].slab_rescues;
         out->reclaimed += lrus[c].reclaimed;
         out->expired_unfetched += lrus[c].expired_unfetched;
         out->evicted_unfetched += lrus[c].evicted_unfetched;
@@ -1193,6 +1530,7 @@ item_reset_stats(void)
         lrus[c].reclaimed = lrus[c].expired_unfetched = 0;
         lrus[c].outofmemory = 0;
         lrus[c].evicted_by_slab = 0;
+        lrus[c].slab_rescues = 0;
         atomic_store(&lrus[c].crawler_reclaimed, 0);
         atomic_store(&lrus[c].crawler_items_checked, 0);
         slab_unlock(c);

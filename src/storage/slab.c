@@ -519,6 +519,18 @@ slab_alloc(uint8_t cls, uint32_t *sid)
     return it;
 }
 
+struct item *
+slab_pop_free_locked(uint8_t cls, uint32_t *sid)
+{
+    struct item *it = freelist_pop(&classes[cls]);
+
+    if (it != NULL) {
+        *sid = slab_sid_of(it);
+        slab_used_add(table_entry(*sid), 1);
+    }
+    return it;
+}
+
 void
 slab_free_locked(uint8_t cls, uint32_t sid, struct item *chunk)
 {

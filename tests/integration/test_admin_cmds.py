@@ -188,18 +188,24 @@ def watch_fetchers_mutations_evictions():
         eq(c.set("wk", "v"), "STORED")
         c.get("wk")
         c.get("nope")
-        # memcached also logs the lookup inside its set (a not_found get
-        # before the store line); slabcache logs the commands only.
-        lines = watch_lines(w, 4 if is_memcached() else 3)
-        lines = [l for l in lines if "key=wk status=not_found" not in l]
-        eq(len(lines), 3, "three lines: %r" % lines)
-        m = WATCH_RE["item_store"].match(lines[0])
+        eq(c.cmd("delete wk2"), "NOT_FOUND")
+        # The set's own lookup is logged before its store line, as
+        # memcached does for every command that looks its key up.
+        lines = watch_lines(w, 5)
+        eq(len(lines), 5, "five lines: %r" % lines)
+        m = WATCH_RE["item_get"].match(lines[0])
+        check(m and m.groups() == ("wk", "not_found") and
+              lines[0].endswith(" size=0"), "set's lookup %r" % lines[0])
+        m = WATCH_RE["item_store"].match(lines[1])
         check(m and m.group(1) == "wk" and m.group(2) == "stored" and
-              m.group(3) == "set", "store line %r" % lines[0])
-        m = WATCH_RE["item_get"].match(lines[1])
-        check(m and m.groups() == ("wk", "found"), "get line %r" % lines[1])
+              m.group(3) == "set", "store line %r" % lines[1])
         m = WATCH_RE["item_get"].match(lines[2])
-        check(m and m.groups() == ("nope", "not_found"), "miss %r" % lines[2])
+        check(m and m.groups() == ("wk", "found") and lines[2].endswith(" size=1"),
+              "get line %r" % lines[2])
+        m = WATCH_RE["item_get"].match(lines[3])
+        check(m and m.groups() == ("nope", "not_found"), "miss %r" % lines[3])
+        m = WATCH_RE["item_get"].match(lines[4])
+        check(m and m.groups() == ("wk2", "not_found"), "delete's lookup %r" % lines[4])
     with Server("-m", "8") as s, s.client() as c, s.client() as w:
         w.send(b"watch evictions\r\n")
         eq(w.read_line(), b"OK")
@@ -210,6 +216,49 @@ def watch_fetchers_mutations_evictions():
         for line in lines[:10]:
             check(WATCH_RE["eviction"].match(line) or line.startswith("skipped="),
                   "eviction line %r" % line)
+
+
+CONN_RE = re.compile(r"^ts=\d+\.\d+ gid=\d+ type=conn_(new|close) rip=(\S+) "
+                     r"rport=(\d+) transport=(tcp|local)(?: reason=(\w+))? cfd=(\d+)$")
+
+
+@test
+def watch_connevents():
+    with Server("-o", "idle_timeout=1") as s, s.client() as w:
+        w.send(b"watch connevents\r\n")
+        eq(w.read_line(), b"OK")
+        time.sleep(0.1)
+        # quit, a protocol error (an HTTP request), a hang-up, an idle kick
+        ends = []
+        with s.client() as c:
+            ends.append((c.sock.getsockname()[1], "normal"))
+            c.sock.sendall(b"version\r\nquit\r\n")
+            eq(c.read_line()[:8], b"VERSION ")
+        with s.client() as c:
+            ends.append((c.sock.getsockname()[1], "error"))
+            c.sock.sendall(b"GET / HTTP/1.1\r\n")
+        with s.client() as c:
+            ends.append((c.sock.getsockname()[1], "normal"))
+            eq(c.cmd("version")[:8], "VERSION ")
+        with s.client() as c:          # says nothing: kicked after 1 s
+            ends.append((c.sock.getsockname()[1], "idle_timeout"))
+            lines = watch_lines(w, 2 * len(ends), timeout=10.0)
+        events = {}
+        for line in lines:
+            m = CONN_RE.match(line)
+            check(m is not None, "connevents line %r" % line)
+            kind, rip, rport, transport, reason, _ = m.groups()
+            eq((rip, transport), ("127.0.0.1", "tcp"), "peer in %r" % line)
+            events.setdefault(int(rport), []).append((kind, reason))
+        for port, reason in ends:
+            eq(events.get(port), [("new", None), ("close", reason)],
+               "events of the connection from port %d" % port)
+
+@test
+def watch_refuses_kinds_not_logged():
+    slabcache_only()    # memcached logs rawcmds; slabcache refuses it
+    with Server() as s, s.client() as w:
+        eq(w.cmd("watch connevents rawcmds"), "ERROR")
 
 
 @test

@@ -323,6 +323,97 @@ SESSIONS = {
         b"x" * 2000,
         b"\r\nversion\r\n",
     ],
+    # --- meta commands (mg ms md ma mn me) ---
+    "meta_basic": [
+        b"mn\r\n",
+        b"mg foo v\r\n",
+        b"ms foo 2\r\nhi\r\n",
+        b"mg foo v\r\n",
+        b"mg foo s v f t\r\n",
+        b"mg foo k Oabc123 c\r\n",
+        b"mg foo h l\r\nmg foo h\r\n",
+        b"mg missing q\r\nmg missing k Ox\r\nmn\r\n",
+        b"mg foo q v\r\nmn\r\n",
+        b"mg foo P/path Lx u\r\n",
+        b"md foo\r\nmd foo\r\nmd foo q\r\nmn\r\n",
+        b"ms foo 2 q\r\nhi\r\nmd foo q k\r\nmg foo\r\nmn\r\n",
+        b"ms e 0\r\n\r\nmg e v s\r\n",
+        b"set a 0 0 1\r\nx\r\nmg a v\r\nget a\r\nmn\r\ndelete a\r\n",
+    ],
+    "meta_set_modes": [
+        b"ms m 3 F77 T0\r\nabc\r\nget m\r\nmg m f t\r\n",
+        b"ms m 1 ME\r\nx\r\nms n 1 ME\r\nx\r\nget n\r\n",
+        b"ms m 2 MA\r\nzz\r\nms m 2 MP\r\naa\r\nget m\r\n",
+        b"ms none 1 MA\r\nx\r\nms none 1 MR\r\nx\r\nms m 1 MR\r\nr\r\nget m\r\n",
+        b"ms m 1 MS k Oq1\r\ns\r\n",
+        b"gets m\r\n",
+        b"ms m 1 C{CAS}\r\nz\r\nget m\r\n",
+        b"ms m 1 C1\r\ny\r\nms nokey 1 C5\r\ny\r\n",
+        b"ms m 1 MA C1\r\ny\r\nms m 1 ME C1\r\ny\r\n",
+        b"ms m 1 T100\r\nq\r\nmg m t v\r\n",
+        b"ms m 1 T-1\r\nq\r\nmg m v\r\nget m\r\n",
+    ],
+    "meta_errors": [
+        b"mg\r\nms\r\nmd\r\nma\r\nme\r\nmz foo\r\nmgg foo\r\n",
+        b"mg " + K251 + b" v\r\nmd " + K251 + b"\r\nma " + K251 + b"\r\n",
+        b"mg " + K250 + b" v\r\n",
+        b"mg foo zz\r\nmg foo v v\r\nmd foo v v\r\nma foo x\r\n",
+        b"mg foo " + b" ".join(b"O%d" % i for i in range(17)) + b"\r\n",
+        b"mg foo " + b" ".join(b"O%d" % i for i in range(18)) + b"\r\n",
+        b"md foo " + b" ".join(b"O%d" % i for i in range(18)) + b"\r\n",
+        b"ms foo\r\nms foo bar\r\nms foo -1\r\nversion\r\n",
+        b"ms foo 2 Mz\r\nhi\r\nversion\r\n",
+        b"ms foo 2 T\r\nhi\r\nms foo 2 Tx\r\nhi\r\nms foo 2 Fx\r\nhi\r\n",
+        b"ms foo 2 MEE\r\nhi\r\nms foo 2 v v\r\nhi\r\nversion\r\n",
+        b"ms foo 2\r\nhiX\r\nversion\r\n",
+        b"ms foo 2 O" + b"o" * 40 + b"\r\nhi\r\nversion\r\n",
+        b"mg foo Nx\r\nmg foo Rx\r\nmg foo Cx\r\nma foo Dx\r\nma foo Jx\r\n",
+        b"ma foo MX\r\nma foo Mxy\r\n",
+        b"mg foo \xff\r\nmg foo \x7f\r\n",
+    ],
+    "meta_arith": [
+        b"ma n\r\nma n q\r\nmn\r\n",
+        b"ma n N0 J10\r\nget n\r\n",
+        b"ma n v\r\nma n MD D5 v\r\nma n M- D100 v t\r\n",
+        b"ma n M+ D18446744073709551615 v\r\n",
+        b"ma n v k Oop\r\nma n q\r\nmn\r\nget n\r\n",
+        b"ms s 3\r\nabc\r\nma s\r\nma s v\r\n",
+        b"ma n C1\r\nma nope C1\r\nma nope k Oz\r\n",
+        b"gets n\r\n",
+        b"ma n C{CAS} v\r\n",
+        b"ma t N0 T50 v t\r\nma t t\r\n",
+        b"set w 0 0 2\r\n99\r\nma w v\r\nget w\r\n",
+        b"set big 0 0 20\r\n18446744073709551615\r\nma big v\r\nma big MD v\r\n",
+    ],
+    "meta_base64": [
+        b"ms Zm9v 3 b\r\nbar\r\nget foo\r\n",
+        b"mg Zm9v b k v\r\nmg Zm9v b\r\nmg Zm9vYg== b k\r\n",
+        b"mg !!!! b\r\nmg Zm9 b\r\nmg Z=9v b\r\n",
+        b"ms AAEC 2 b k\r\nhi\r\nmg AAEC b k s\r\nmd AAEC b k\r\n",
+        b"ma bnVt b N0 J5 v k\r\nget num\r\n",
+        b"me Zm9v b\r\nme Zm9v\r\nme !!!! b\r\n",
+    ],
+    "meta_stale_win": [
+        b"ms s 1 T60\r\nx\r\n",
+        b"md s I T30\r\nmg s v t\r\nmg s v t\r\n",
+        b"gets s\r\n",
+        b"ms s 1 I C1\r\ny\r\nmg s v\r\n",
+        b"ms s 1 C{CAS}\r\nz\r\nmg s v\r\n",
+        b"mg v N30 t\r\nmg v N30 t\r\nmg v v\r\n",
+        b"ms r 1 T10\r\nx\r\nmg r R30 v\r\nmg r R30 v\r\nmg r R5 v\r\n",
+        b"ms r2 1\r\nx\r\nmg r2 R30\r\n",
+        b"md nope I\r\nmd s C1\r\nmd s C1 I\r\n",
+        b"ms d 1\r\nx\r\nmd d I q\r\nmn\r\nmg d\r\nmd d\r\nmg d\r\n",
+    ],
+    "meta_debug": [
+        b"me foo\r\nme\r\nme " + K251 + b"\r\n",
+        b"set foo 0 0 3\r\nbar\r\nme foo\r\n",
+        b"set foo 0 100 3\r\nbar\r\nget foo\r\nme foo\r\n",
+    ],
+    "meta_split": [
+        Split(b"ms sp 5 T0 F3\r\nhello\r\nmg sp v f\r\nmn\r\n", 1),
+        Split(b"ma c N0 J7 v\r\nmd c q\r\nmg c\r\n", 2),
+    ],
 }
 
 
@@ -331,8 +422,24 @@ SESSIONS = {
 # --------------------------------------------------------------------------
 
 CAS_RE = re.compile(rb"(?m)^VALUE [^ \r\n]+ \d+ \d+ (\d+)\r$")
+META_RE = re.compile(rb"(?m)^(?:VA \d+|HD|EN|NF|NS|EX)(?: [^\r\n]*)?\r$")
+META_CAS_RE = re.compile(rb"(?<= c)\d+")
+ME_RE = re.compile(rb"(?m)^ME [^\r\n]*\r$")
+
+
+def meta_cas(line):
+    """CAS values in a meta answer line (" c<cas>" tokens)."""
+    return META_CAS_RE.findall(line)
+
+
 NORMALIZERS = [
     (re.compile(rb"(?m)^(VALUE [^ \r\n]+ \d+ \d+) \d+\r$"), rb"\1 <cas>\r"),
+    # CAS values, class ids and item sizes are each server's own.
+    # So are seconds that a 1 s clock tick between the two servers' reads
+    # can move by one (l, t, la=), though not "t-1" (no TTL).
+    (META_RE, lambda m: re.sub(rb"(?<= [lt])\d+", b"<n>",
+                               META_CAS_RE.sub(b"<cas>", m.group(0)))),
+    (ME_RE, lambda m: re.sub(rb"(cas|cls|size|la)=\d+", rb"\1=<n>", m.group(0))),
     (re.compile(rb"(?m)^VERSION [^\r\n]*\r$"), rb"VERSION <v>\r"),
     (re.compile(rb"(?:STAT [^\r\n]*\r\n)+"), b"<STAT lines>\r\n"),
 ]
@@ -417,6 +524,8 @@ class Side:
 
     def note(self, reply):
         m = CAS_RE.findall(reply)
+        for line in META_RE.findall(reply):
+            m += meta_cas(line)
         if m:
             self.cas = m[-1]
 
@@ -504,6 +613,10 @@ def self_check():
     assert normalize(b"VERSION 1.6.18\r\n") == normalize(b"VERSION 0.1\r\n")
     assert normalize(b"VERSION 1\r\n") != normalize(b"VERSIONS 1\r\n")
     assert normalize(b"STORED\r\n") != normalize(b"NOT_STORED\r\n")
+    assert normalize(b"HD c5 k\r\n") == normalize(b"HD c77 k\r\n"), "meta cas"
+    assert normalize(b"HD c5 k\r\n") != normalize(b"HD c5 kx\r\n")
+    assert normalize(b"HD c5\r\n") != normalize(b"HD t5\r\n")
+    assert normalize(b"HD t-1\r\n") != normalize(b"HD t5\r\n"), "no TTL shown"
 
 
 def main():

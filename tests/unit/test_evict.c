@@ -646,6 +646,76 @@ START_TEST(test_gate_keeps_warmer_slabs)
 }
 END_TEST
 
+/*
+ * Emptying a slab moves its items read since the CLOCK hand last passed
+ * to other chunks of their class, where the class's coldest items give
+ * way; the rest go with the slab. With -o slab_rescue=0 all go.
+ */
+static void
+slab_evict_with_reads(bool rescue, uint32_t nread)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    uint32_t n = fill_small("a");
+    uint32_t per = slab_class_perslab(a);
+    char key[32];
+
+    item_set_slab_rescue(rescue);
+    ck_assert_uint_ge(per, nread + 1);
+    ck_assert_uint_eq(owner(0), a);
+    for (uint32_t i = 0; i < nread; i++) {          /* keys in slab 0 */
+        snprintf(key, sizeof(key), "a%u", i);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        ck_assert_uint_eq(slab_sid_of(it), 0);
+        item_release(it);
+    }
+    ck_assert_int_eq(item_slab_evict(0, cls_of(LARGE_LEN)), ITEM_SLAB_OK);
+    ck_assert_uint_eq(owner(0), cls_of(LARGE_LEN));
+
+    struct item_stats st;
+    item_get_stats(&st);
+    uint32_t kept = rescue ? nread : 0;
+    ck_assert_uint_eq(st.slab_rescues, kept);
+    ck_assert_uint_eq(st.evictions, per);           /* a slab's worth, either way */
+    ck_assert_uint_eq(st.curr_items, n - per);
+    for (uint32_t i = 0; i < per; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        if (i < kept) {
+            ck_assert_ptr_nonnull(it);
+            ck_assert_uint_ne(slab_sid_of(it), 0);
+            ck_assert(verify(it));
+            item_release(it);
+        } else {
+            ck_assert_ptr_null(it);
+        }
+    }
+    /* the rescued items took the places of the class's coldest: the
+     * first unread items the hand met after slab 0, in slab 1 */
+    if (rescue) {
+        for (uint32_t i = per; i < per + nread; i++) {
+            snprintf(key, sizeof(key), "a%u", i);
+            ck_assert_ptr_null(item_get(key, strlen(key), false, 0, NULL));
+        }
+        snprintf(key, sizeof(key), "a%u", per + nread);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(it);
+        item_release(it);
+    }
+}
+
+START_TEST(test_slab_evict_rescues_read_items)
+{
+    slab_evict_with_reads(true, 10);
+}
+END_TEST
+
+START_TEST(test_slab_evict_without_rescue_drops_all)
+{
+    slab_evict_with_reads(false, 10);
+}
+END_TEST
+
 START_TEST(test_configure_validates)
 {
     char names[EVICT_NAMES_MAX];
@@ -950,6 +1020,8 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_prefers_own_tail_when_class_has_its_share);
     tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
+    tcase_add_test(tc, test_slab_evict_rescues_read_items);
+    tcase_add_test(tc, test_slab_evict_without_rescue_drops_all);
     tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
     tcase_add_test(tc, test_damping_gives_way_to_a_class_without_slabs);
     tcase_add_test(tc, test_empty_slab_taken_before_evicting);

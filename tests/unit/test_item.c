@@ -1222,6 +1222,43 @@ START_TEST(test_lru_held_deleted_item_not_reused)
 }
 END_TEST
 
+/* memcached t/issue_14.t: once a slab's items have expired, storing as
+ * many again reuses their chunks instead of carving a second slab. */
+START_TEST(test_alloc_reuses_dead_before_new_slab)
+{
+    uint32_t per = slab_class_perslab(evict_class());
+    struct item **kept = calloc(per, sizeof(*kept));
+
+    ck_assert_ptr_nonnull(kept);
+    char k[16];
+
+    /* stored with a TTL (a class that never saw one skips the look), then
+     * expired by hand: no clock to advance */
+    memset(evict_val, 'v', sizeof(evict_val));
+    for (unsigned i = 0; i < per; i++) {
+        evict_key(k, sizeof(k), i);
+        ck_assert_int_eq(make_item(k, evict_val, VLEN_EVICT, i, clock_exptime(3600),
+                                   &kept[i]), ITEM_OK);
+        ck_assert_int_eq(item_store(kept[i], ITEM_OP_SET, 0), ITEM_OK);
+    }
+    size_t one = slab_malloced();
+    ck_assert_uint_eq(one, SLAB_SZ);
+    for (unsigned i = 0; i < per; i++) {
+        kept[i]->exptime = clock_exptime(-1);
+        item_release(kept[i]);
+    }
+    free(kept);
+    for (unsigned i = per; i < 2 * per; i++) {
+        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
+    }
+    struct item_stats st = istats();
+    ck_assert_uint_eq(slab_malloced(), one);
+    ck_assert_uint_eq(st.reclaimed, per);
+    ck_assert_uint_eq(st.evictions, 0);
+    ck_assert_uint_eq(st.curr_items, per);
+}
+END_TEST
+
 START_TEST(test_lru_reclaims_expired_first)
 {
     slab_set_limit(SMALL_LIMIT);
@@ -1229,19 +1266,24 @@ START_TEST(test_lru_reclaims_expired_first)
     const unsigned nexp = 3;
     char k[16];
 
-    /* oldest: three already-expired items, then live ones to fill */
+    /* oldest: three items that expire once the class is full (stored
+     * live: an allocation reuses a dead item at the hand first, so items
+     * stored already expired would replace one another), then live ones */
+    struct item *doomed[3];
     for (unsigned i = 0; i < nexp; i++) {
-        struct item *it;
         evict_key(k, sizeof(k), i);
         memset(evict_val, 'v', sizeof(evict_val));
         memcpy(evict_val, k, strlen(k));
-        ck_assert_int_eq(make_item(k, evict_val, VLEN_EVICT, i, clock_exptime(-1), &it),
+        ck_assert_int_eq(make_item(k, evict_val, VLEN_EVICT, i, 0, &doomed[i]),
                          ITEM_OK);
-        ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
-        item_release(it);
+        ck_assert_int_eq(item_store(doomed[i], ITEM_OP_SET, 0), ITEM_OK);
     }
     for (unsigned i = nexp; i < cap; i++) {
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
+    }
+    for (unsigned i = 0; i < nexp; i++) {
+        doomed[i]->exptime = clock_exptime(-1);
+        item_release(doomed[i]);
     }
     ck_assert_uint_eq(istats().curr_items, cap);
 
@@ -1400,6 +1442,7 @@ item_suite(void)
     tcase_add_test(tc, test_lru_skips_held_reader);
     tcase_add_test(tc, test_lru_held_deleted_item_not_reused);
     tcase_add_test(tc, test_lru_reclaims_expired_first);
+    tcase_add_test(tc, test_alloc_reuses_dead_before_new_slab);
     tcase_add_test(tc, test_lru_reclaims_flushed);
     tcase_add_test(tc, test_lru_evicts_when_all_recently_read);
     tcase_add_test(tc, test_lru_evicts_single_recently_read);

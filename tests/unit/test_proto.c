@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "proto.h"
 
 static const char E_ERROR[] = "ERROR";
@@ -605,7 +606,7 @@ START_TEST(test_unknown) {
     expect_err("\r\n", E_ERROR);
     expect_err("\n", E_ERROR);
     expect_err("   \r\n", E_ERROR);
-    expect_err("mg k v\r\n", E_ERROR);
+    expect_err("mz k v\r\n", E_ERROR);      /* not a meta command */
     expect_err("GETS k\r\n", E_ERROR);
     expect_err("sets k 0 0 1\r\n", E_ERROR);
 }
@@ -622,7 +623,8 @@ START_TEST(test_http_close) {
     expect_err("gx HTTP/1.1\r\n", E_ERROR);
     expect_err("tx HTTP/1.1\r\n", E_ERROR);
     expect_err("dx HTTP/1.1\r\n", E_ERROR);
-    expect_err("mg HTTP/1.1\r\n", E_ERROR);
+    expect_err("mz HTTP/1.1\r\n", E_ERROR);
+    expect_ok("mg HTTP/1.1\r\n", PROTO_CMD_MG);   /* a key like any other */
     ck_assert_int_eq(parse("mgx HTTP/1.1\r\n"), PROTO_CLOSE);
 }
 END_TEST
@@ -1086,6 +1088,158 @@ START_TEST(test_compose_uint_stat_line) {
 }
 END_TEST
 
+/* --- meta commands ---------------------------------------------------------- */
+
+START_TEST(test_meta_get_flags) {
+    expect_ok("mg foo v c T30 N-1 R10 Oab k\r\n", PROTO_CMD_MG);
+    expect_key("foo");
+    ck_assert(proto_meta_has(&req.meta, 'v'));
+    ck_assert(proto_meta_has(&req.meta, 'O'));
+    ck_assert(!proto_meta_has(&req.meta, 'q'));
+    ck_assert(!proto_meta_has(&req.meta, 's'));
+    ck_assert_int_eq(req.meta.ttl, 30);
+    ck_assert_int_eq(req.meta.vivify_ttl, -1);
+    ck_assert_int_eq(req.meta.recache_ttl, 10);
+    ck_assert(!req.noreply);
+    expect_ok("mg foo q\r\n", PROTO_CMD_MG);
+    ck_assert(req.noreply);
+    expect_ok("mg foo\r\n", PROTO_CMD_MG);
+    ck_assert_uint_eq(req.meta.seen, 0);
+    expect_ok("mn\r\n", PROTO_CMD_MN);
+    expect_ok("mn extra tokens\r\n", PROTO_CMD_MN);
+    expect_ok("me foo\r\n", PROTO_CMD_ME);
+    /* P and L are a proxy's business: accepted, ignored */
+    expect_ok("mg foo P/x Ly\r\n", PROTO_CMD_MG);
+}
+END_TEST
+
+START_TEST(test_meta_errors) {
+    char line[600], key[300];
+
+    expect_err("mg\r\n", E_ERROR);
+    expect_err("ms\r\n", E_ERROR);
+    snprintf(line, sizeof(line), "mg %s v\r\n", fill(key, 'k', 251));
+    expect_err(line, E_FORMAT);
+    expect_err("mg foo zz\r\n", "CLIENT_ERROR invalid flag");
+    expect_err("mg foo v v\r\n", "CLIENT_ERROR duplicate flag");
+    expect_err("md foo v v\r\n", "CLIENT_ERROR invalid or duplicate flag");
+    expect_err("ma foo zz\r\n", "CLIENT_ERROR invalid or duplicate flag");
+    expect_err("mg foo T\r\n", "CLIENT_ERROR bad token in command line format");
+    expect_err("mg foo Fx\r\n", E_FORMAT);
+    expect_err("ma foo Dx\r\n", "CLIENT_ERROR invalid or duplicate flag");
+    expect_err("ma foo MX\r\n", "CLIENT_ERROR invalid mode for ma M token");
+    expect_err("mg foo O123456789012345678901234567890123\r\n",
+               "CLIENT_ERROR opaque token too long");
+    /* 17 flags fit memcached's 20 tokens (command, key, end mark), 18 do not */
+    expect_ok("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I\r\n", PROTO_CMD_MG);
+    expect_err("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I F1\r\n",
+               "CLIENT_ERROR options flags are too long");
+    expect_err("md foo v c f h k l O1 q s t u P L T1 N1 R1 I F1\r\n",
+               "CLIENT_ERROR options flags too long");
+    /* errors are answered even under q */
+    expect_err("mg foo q zz\r\n", "CLIENT_ERROR invalid flag");
+    ck_assert(!req.noreply);
+}
+END_TEST
+
+START_TEST(test_meta_set) {
+    expect_ok("ms foo 5 T10 F7 MA C99 I\r\n", PROTO_CMD_MS);
+    expect_key("foo");
+    ck_assert_uint_eq(req.vlen, 5);
+    ck_assert_uint_eq(req.meta.client_flags, 7);
+    ck_assert_int_eq(req.meta.ttl, 10);
+    ck_assert_int_eq(req.meta.mode, 'A');
+    ck_assert_uint_eq(req.meta.cas, 99);
+    ck_assert(proto_meta_has(&req.meta, 'I'));
+    ck_assert(!req.swallow);
+    /* no length, or a bad one: nothing to swallow */
+    expect_err("ms foo\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    expect_err("ms foo -1\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    /* a bad flag after a good length: the data block is swallowed */
+    expect_err("ms foo 5 Mz\r\n", "CLIENT_ERROR invalid mode for ms M token");
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 5);
+    expect_err("ms foo 5 v v\r\n", "CLIENT_ERROR duplicate flag");
+    ck_assert(req.swallow);
+    expect_err("ms foo 5 MEE\r\n", "CLIENT_ERROR incorrect length for M token");
+    ck_assert(req.swallow);
+}
+END_TEST
+
+START_TEST(test_meta_base64_key) {
+    expect_ok("mg Zm9v b v\r\n", PROTO_CMD_MG);
+    expect_key("foo");
+    ck_assert(req.meta.key_binary);
+    expect_ok("me Zm9v b\r\n", PROTO_CMD_ME);
+    expect_key("foo");
+    expect_err("mg !!!! b\r\n", "CLIENT_ERROR error decoding key");
+    expect_err("me !!!! b\r\n", E_FORMAT);
+    /* memcached's leniency: stray characters skipped, '=' ends the key */
+    expect_ok("mg Zm9v!! b\r\n", PROTO_CMD_MG);
+    expect_key("foo");
+    expect_ok("mg Zg==Zm9v b\r\n", PROTO_CMD_MG);
+    expect_key("f");
+    /* the next request's key is its own again */
+    expect_ok("mg plain v\r\n", PROTO_CMD_MG);
+    expect_key("plain");
+    ck_assert(!req.meta.key_binary);
+}
+END_TEST
+
+START_TEST(test_base64_codec) {
+    char enc[16];
+    unsigned char dec[16];
+    const char *in[] = { "", "f", "fo", "foo", "foob", "fooba", "foobar" };
+    const char *out[] = { "", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy" };
+
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+        size_t n = base64_encode((const unsigned char *)in[i], strlen(in[i]),
+                                 enc, sizeof(enc));
+        expect_mem(enc, n, out[i]);
+        if (i > 0) {
+            n = base64_decode(out[i], strlen(out[i]), dec, sizeof(dec));
+            expect_mem((const char *)dec, n, in[i]);
+        }
+    }
+    ck_assert_uint_eq(base64_decode("Zm9", 3, dec, sizeof(dec)), 0);
+    ck_assert_uint_eq(base64_decode("Zm9vYmFy", 8, dec, 5), 0);   /* cap short */
+    ck_assert_uint_eq(base64_encode((const unsigned char *)"foo", 3, enc, 3), 0);
+}
+END_TEST
+
+START_TEST(test_meta_compose) {
+    char buf[PROTO_META_LINE_MAX];
+    struct proto_meta_item it = {
+        .key = "foo", .nkey = 3, .vlen = 5, .client_flags = 9, .cas = 42,
+        .ttl = -1, .la = 3, .fetched = true,
+    };
+    size_t n;
+
+    expect_ok("mg foo s v f t c Oop k h l\r\n", PROTO_CMD_MG);
+    n = proto_compose_meta(buf, sizeof(buf), "VA", "stcflhOk", &req.meta, &it);
+    expect_mem(buf, n, "VA 5 s5 f9 t-1 c42 Oop kfoo h1 l3\r\n");
+    it.ttl = 30;
+    it.token_sent = it.stale = true;
+    n = proto_compose_meta(buf, sizeof(buf), "HD", "t", &req.meta, &it);
+    expect_mem(buf, n, "HD t30 Z X\r\n");
+    it.token_sent = false;
+    it.won = true;
+    n = proto_compose_meta(buf, sizeof(buf), "EN", "Ok", &req.meta, &it);
+    expect_mem(buf, n, "EN Oop kfoo X W\r\n");
+    /* a binary key goes back base64-encoded, then " b" */
+    it.stale = it.won = false;
+    it.key_binary = true;
+    n = proto_compose_meta(buf, sizeof(buf), "HD", "k", &req.meta, &it);
+    expect_mem(buf, n, "HD kZm9v b\r\n");
+    ck_assert_uint_eq(proto_compose_meta(buf, 5, "HD", "k", &req.meta, &it), 0);
+    it.key_binary = false;
+    n = proto_compose_me(buf, sizeof(buf), &it, -100, 3, 80);
+    expect_mem(buf, n, "ME foo exp=-100 la=3 cas=42 fetch=yes cls=3 size=80\r\n");
+}
+END_TEST
+
 static Suite *proto_suite(void) {
     Suite *s = suite_create("proto");
     TCase *tc = tcase_create("core");
@@ -1137,6 +1291,12 @@ static Suite *proto_suite(void) {
     tcase_add_test(tc, test_compose_value);
     tcase_add_test(tc, test_compose_cap);
     tcase_add_test(tc, test_compose_uint_stat_line);
+    tcase_add_test(tc, test_meta_get_flags);
+    tcase_add_test(tc, test_meta_errors);
+    tcase_add_test(tc, test_meta_set);
+    tcase_add_test(tc, test_meta_base64_key);
+    tcase_add_test(tc, test_base64_codec);
+    tcase_add_test(tc, test_meta_compose);
     suite_add_tcase(s, tc);
     return s;
 }

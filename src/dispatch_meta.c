@@ -1,0 +1,435 @@
+/*
+ * dispatch_meta.c -- what the meta commands (mg ms md ma mn me) do: each
+ * parsed request (protocol/meta.c) mapped onto storage's operations, and
+ * its answer composed by the protocol module.
+ *
+ * Semantics and counters follow memcached 1.6.18: an mg is a get (or a
+ * touch, with T) in `stats`, ms a set, md a delete, ma an incr or decr; q
+ * drops the answers memcached lets it drop (EN for mg; HD for ms, md and
+ * ma), never an error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "dispatch.h"
+#include "item.h"
+#include "logger.h"
+#include "outq.h"
+#include "slab.h"
+#include "stats.h"
+
+/* The answer line's bytes go to the output queue. */
+static void
+meta_line(struct dispatch_ctx *d, const char *code, const char *echo,
+          const struct proto_meta *m, const struct proto_meta_item *mi)
+{
+    char buf[PROTO_META_LINE_MAX];
+    size_t n = proto_compose_meta(buf, sizeof(buf), code, echo, m, mi);
+
+    outq_add(d->out, buf, n);
+}
+
+/* The key fields of an answer: the request's key as sent. */
+static void
+meta_key(struct proto_meta_item *mi, const struct proto_req *req)
+{
+    memset(mi, 0, sizeof(*mi));
+    mi->key = req->key;
+    mi->nkey = req->nkey;
+    mi->key_binary = req->meta.key_binary;
+}
+
+static int64_t
+ttl_left(rel_time_t exptime)
+{
+    rel_time_t now = clock_now();
+
+    if (exptime == 0) {
+        return -1;
+    }
+    return exptime > now ? (int64_t)(exptime - now) : 0;
+}
+
+/* --- mg ---------------------------------------------------------------------- */
+
+static void
+mg_count(struct dispatch_ctx *d, struct item *it, bool touch, item_miss_t miss)
+{
+    if (touch) {
+        STATS_INCR(d->stats, cmd_touch);
+        if (it != NULL) {
+            STATS_INCR(d->stats, touch_hits);
+            STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
+        } else {
+            STATS_INCR(d->stats, touch_misses);
+        }
+        return;
+    }
+    STATS_INCR(d->stats, cmd_get);
+    if (it != NULL) {
+        STATS_INCR(d->stats, get_hits);
+        STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
+        return;
+    }
+    STATS_INCR(d->stats, get_misses);
+    if (miss == ITEM_MISS_EXPIRED) {
+        STATS_INCR(d->stats, get_expired);
+    } else if (miss == ITEM_MISS_FLUSHED) {
+        STATS_INCR(d->stats, get_flushed);
+    }
+}
+
+static dispatch_result_t
+do_mg(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const struct proto_meta *m = &req->meta;
+    struct item_meta_get g = {
+        .bump = !proto_meta_has(m, 'u'),
+        .touch = proto_meta_has(m, 'T'),
+        .exptime = clock_exptime(m->ttl),
+        .vivify = proto_meta_has(m, 'N'),
+        .vivify_exptime = clock_exptime(m->vivify_ttl),
+        .recache = proto_meta_has(m, 'R'),
+        .recache_time = clock_exptime(m->recache_ttl),
+        .key_binary = m->key_binary,
+    };
+    item_miss_t miss = ITEM_MISS_NONE;
+    struct item *it = item_meta_get(req->key, req->nkey, &g, &miss);
+    struct proto_meta_item mi;
+
+    mg_count(d, it, g.touch, miss);
+    if (logger_wants(LOGGER_FETCHERS)) {
+        logger_item_get(req->key, req->nkey, it != NULL ? LOGGER_GET_FOUND :
+                        miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
+                        miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
+                        LOGGER_GET_NOT_FOUND, it != NULL ? slab_cls_of(it) : 0,
+                        d->fd, it != NULL ? item_vlen(it) : 0);
+    }
+    meta_key(&mi, req);
+    if (it == NULL) {
+        if (!req->noreply) {
+            meta_line(d, "EN", "Ok", m, &mi);
+        }
+        return DISPATCH_DONE;
+    }
+    bool value = proto_meta_has(m, 'v');
+    mi.key = item_key(it);
+    mi.nkey = item_nkey(it);
+    mi.key_binary = (item_iflags(it) & ITEM_KEY_BINARY) != 0;
+    mi.vlen = item_vlen(it);
+    mi.client_flags = it->flags;
+    mi.cas = item_cas(it);
+    mi.ttl = ttl_left(it->exptime);
+    mi.la = clock_now() - g.time;
+    mi.fetched = g.fetched;
+    mi.token_sent = g.token_sent;
+    mi.stale = g.stale;
+    mi.won = g.won;
+    meta_line(d, value ? "VA" : "HD", "stcflhOk", m, &mi);
+    if (value) {
+        dispatch_reply_data(d, it);
+    } else {
+        item_release(it);
+    }
+    return DISPATCH_DONE;
+}
+
+/* --- ms ---------------------------------------------------------------------- */
+
+static item_store_op_t
+ms_op(char mode)
+{
+    switch (mode) {
+    case 'E': return ITEM_OP_ADD;
+    case 'A': return ITEM_OP_APPEND;
+    case 'P': return ITEM_OP_PREPEND;
+    case 'R': return ITEM_OP_REPLACE;
+    default:  return ITEM_OP_SET;
+    }
+}
+
+/* Keep the flags the answer echoes (O, k, c): the request line is gone
+ * by the time the data block has arrived. */
+static void
+ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
+{
+    char *o = d->ms.echo, *end = d->ms.echo + sizeof(d->ms.echo);
+    const char *p = m->flags;
+
+    while (p < m->flags_end) {
+        while (p < m->flags_end && *p == ' ') {
+            p++;
+        }
+        const char *s = p;
+        while (p < m->flags_end && *p != ' ') {
+            p++;
+        }
+        size_t n = (size_t)(p - s);
+        if (n == 0 || (*s != 'O' && *s != 'k' && *s != 'c') ||
+            (size_t)(end - o) < n + 1) {
+            continue;
+        }
+        memcpy(o, s, n);
+        o += n;
+        *o++ = ' ';
+    }
+    d->ms.echo_end = o;
+}
+
+static dispatch_result_t
+do_ms(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const struct proto_meta *m = &req->meta;
+    struct item *it;
+    item_status_t st;
+
+    STATS_INCR(d->stats, cmd_set);
+    st = item_alloc(req->key, req->nkey, m->client_flags, clock_exptime(m->ttl),
+                    req->vlen, &it);
+    if (st != ITEM_OK) {
+        dispatch_reply_line(d, st == ITEM_TOO_LARGE ?
+                            "SERVER_ERROR object too large for cache" :
+                            "SERVER_ERROR out of memory storing object");
+        if (st == ITEM_TOO_LARGE) {
+            STATS_INCR(d->stats, store_too_large);
+        } else {
+            STATS_INCR(d->stats, store_no_memory);
+        }
+        /* As memcached: no stale value left behind by a failed set. */
+        item_unlink_key(req->key, req->nkey);
+        d->swallow = (uint64_t)req->vlen + 2;
+        return DISPATCH_SWALLOW;
+    }
+    STATS_CLASS_INCR(d->stats, slab_cls_of(it), cmd_set);
+    ms_keep_echo(d, m);
+    d->ms.op = ms_op(m->mode);
+    d->ms.has_cas = proto_meta_has(m, 'C');
+    d->ms.cas = m->cas;
+    d->ms.stale_ok = proto_meta_has(m, 'I');
+    d->ms.key_binary = m->key_binary;
+    d->it = it;
+    d->data = item_value(it);
+    d->ndata = req->vlen + 2;
+    d->cmd = PROTO_CMD_MS;
+    d->noreply = req->noreply;
+    return DISPATCH_NEED_DATA;
+}
+
+void
+dispatch_meta_data_done(struct dispatch_ctx *d)
+{
+    struct item *it = d->it;
+
+    d->it = NULL;
+    if (!proto_data_ok(d->data + d->ndata - 2)) {
+        dispatch_reply(d, PROTO_RSP_BAD_CHUNK);  /* errors ignore q */
+        item_release(it);
+        return;
+    }
+    struct item_store_meta sm = {
+        .has_cas = d->ms.has_cas, .cas = d->ms.cas, .stale_ok = d->ms.stale_ok,
+        .key_binary = d->ms.key_binary,
+    };
+    dispatch_log_lookup(d, item_key(it), item_nkey(it));
+    item_status_t st = item_store_meta(it, d->ms.op, &sm);
+    const char *code = st == ITEM_OK ? "HD" : st == ITEM_EXISTS ? "EX" :
+                       st == ITEM_NOT_FOUND ? "NF" : "NS";
+    if (logger_wants(LOGGER_MUTATIONS)) {
+        static const char *const names[] = { "set", "add", "replace", "append",
+                                             "prepend", "cas" };
+        rel_time_t now = clock_now();
+        logger_item_store(item_key(it), item_nkey(it),
+                          st == ITEM_OK ? LOGGER_STORE_STORED :
+                          st == ITEM_EXISTS ? LOGGER_STORE_EXISTS :
+                          st == ITEM_NOT_FOUND ? LOGGER_STORE_NOT_FOUND :
+                          LOGGER_STORE_NOT_STORED, names[d->ms.op],
+                          it->exptime > now ? it->exptime - now : 0,
+                          slab_cls_of(it), d->fd, item_vlen(it));
+    }
+    if (!(st == ITEM_OK && d->noreply)) {
+        struct proto_meta m = { .flags = d->ms.echo, .flags_end = d->ms.echo_end };
+        struct proto_meta_item mi = {
+            .key = item_key(it), .nkey = item_nkey(it),
+            .key_binary = d->ms.key_binary, .cas = sm.cas_out,
+        };
+        meta_line(d, code, "Okc", &m, &mi);
+    }
+    item_release(it);
+}
+
+/* --- md ---------------------------------------------------------------------- */
+
+static dispatch_result_t
+do_md(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const struct proto_meta *m = &req->meta;
+    bool stale = proto_meta_has(m, 'I');
+    uint8_t cls = 0;
+    struct proto_meta_item mi;
+
+    dispatch_log_lookup(d, req->key, req->nkey);
+    item_status_t st = item_meta_delete(req->key, req->nkey, proto_meta_has(m, 'C'),
+                                        m->cas, stale, proto_meta_has(m, 'T'),
+                                        clock_exptime(m->ttl), &cls);
+    if (st == ITEM_OK && !stale) {
+        STATS_INCR(d->stats, delete_hits);
+        STATS_CLASS_INCR(d->stats, cls, delete_hits);
+    } else if (st != ITEM_OK) {
+        STATS_INCR(d->stats, delete_misses);
+    }
+    if (st == ITEM_OK && req->noreply) {
+        return DISPATCH_DONE;
+    }
+    meta_key(&mi, req);
+    meta_line(d, st == ITEM_OK ? "HD" : st == ITEM_EXISTS ? "EX" : "NF", "Ok", m, &mi);
+    return DISPATCH_DONE;
+}
+
+/* --- ma ---------------------------------------------------------------------- */
+
+static void
+ma_count(struct dispatch_ctx *d, bool incr, item_status_t st, uint8_t cls)
+{
+    if (st == ITEM_NOT_FOUND) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_misses);
+        } else {
+            STATS_INCR(d->stats, decr_misses);
+        }
+    } else if (st == ITEM_OK) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_hits);
+            STATS_CLASS_INCR(d->stats, cls, incr_hits);
+        } else {
+            STATS_INCR(d->stats, decr_hits);
+            STATS_CLASS_INCR(d->stats, cls, decr_hits);
+        }
+    }
+}
+
+/* N on a miss: store J (default 0) as the counter, as an add would. */
+static item_status_t
+ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *am)
+{
+    const struct proto_meta *m = &req->meta;
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)m->initial);
+    struct item *it;
+
+    if (item_alloc(req->key, req->nkey, 0, 0, (uint32_t)n, &it) != ITEM_OK) {
+        return ITEM_NO_MEMORY;
+    }
+    memcpy(item_value(it), digits, (size_t)n);
+    memcpy(item_value(it) + n, "\r\n", 2);
+    it->exptime = clock_exptime(m->vivify_ttl);
+    if (proto_meta_has(m, 'T')) {
+        it->exptime = clock_exptime(m->ttl);
+    }
+    struct item_store_meta sm = { .key_binary = m->key_binary };
+    item_status_t st = item_store_meta(it, ITEM_OP_ADD, &sm);
+    if (st == ITEM_OK) {
+        *value = m->initial;
+        am->cas_out = sm.cas_out;
+        am->exptime_out = it->exptime;
+    }
+    item_release(it);
+    return st == ITEM_OK ? ITEM_OK : ITEM_NOT_STORED;
+}
+
+static dispatch_result_t
+do_ma(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    const struct proto_meta *m = &req->meta;
+    bool incr = m->mode == 0 || m->mode == 'I' || m->mode == '+';
+    struct item_arith_meta am = {
+        .cas = m->cas,
+        .touch = proto_meta_has(m, 'T'),
+        .exptime = clock_exptime(m->ttl),
+    };
+    uint64_t value = 0;
+    uint8_t cls = 0;
+    struct proto_meta_item mi;
+
+    dispatch_log_lookup(d, req->key, req->nkey);
+    item_status_t st = item_arith_meta(req->key, req->nkey, incr, m->delta, &value,
+                                       &cls, &am);
+    ma_count(d, incr, st, cls);
+    if (st == ITEM_NOT_FOUND && proto_meta_has(m, 'N')) {
+        st = ma_vivify(req, &value, &am);
+        if (st == ITEM_NO_MEMORY) {
+            dispatch_reply_line(d, "SERVER_ERROR Out of memory allocating new item");
+            return DISPATCH_DONE;
+        }
+    }
+    switch (st) {
+    case ITEM_NON_NUMERIC:
+        dispatch_reply_line(d, "CLIENT_ERROR cannot increment or decrement non-numeric value");
+        return DISPATCH_DONE;
+    case ITEM_NO_MEMORY:
+        dispatch_reply_line(d, "SERVER_ERROR out of memory");
+        return DISPATCH_DONE;
+    default:
+        break;
+    }
+    meta_key(&mi, req);
+    if (st != ITEM_OK) {
+        meta_line(d, st == ITEM_EXISTS ? "EX" : st == ITEM_NOT_FOUND ? "NF" : "NS",
+                  "Ok", m, &mi);
+        return DISPATCH_DONE;
+    }
+    if (req->noreply) {
+        return DISPATCH_DONE;
+    }
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)value);
+    bool with_value = proto_meta_has(m, 'v');
+    mi.vlen = (uint32_t)n;
+    mi.cas = am.cas_out;
+    mi.ttl = ttl_left(am.exptime_out);
+    meta_line(d, with_value ? "VA" : "HD", "ctOk", m, &mi);
+    if (with_value) {
+        outq_add(d->out, digits, (size_t)n);
+        outq_add(d->out, "\r\n", 2);
+    }
+    return DISPATCH_DONE;
+}
+
+/* --- me, mn ------------------------------------------------------------------- */
+
+static dispatch_result_t
+do_me(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    struct item_debug dbg;
+
+    STATS_INCR(d->stats, cmd_meta);
+    if (!item_debug(req->key, req->nkey, &dbg)) {
+        dispatch_reply_line(d, "EN");
+        return DISPATCH_DONE;
+    }
+    struct proto_meta_item mi = {
+        .key = req->key, .nkey = req->nkey, .key_binary = dbg.key_binary,
+        .la = clock_now() - dbg.time, .cas = dbg.cas, .fetched = dbg.fetched,
+    };
+    /* memcached prints now - exptime: negative while the item lives. */
+    int64_t exp = dbg.exptime == 0 ? -1 : (int64_t)clock_now() - (int64_t)dbg.exptime;
+    char buf[PROTO_META_LINE_MAX];
+    size_t n = proto_compose_me(buf, sizeof(buf), &mi, exp, dbg.cls, dbg.ntotal);
+    outq_add(d->out, buf, n);
+    return DISPATCH_DONE;
+}
+
+dispatch_result_t
+dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    switch (req->cmd) {
+    case PROTO_CMD_MG: return do_mg(d, req);
+    case PROTO_CMD_MS: return do_ms(d, req);
+    case PROTO_CMD_MD: return do_md(d, req);
+    case PROTO_CMD_MA: return do_ma(d, req);
+    case PROTO_CMD_ME: return do_me(d, req);
+    default:
+        outq_add(d->out, "MN\r\n", 4);
+        return DISPATCH_DONE;
+    }
+}
