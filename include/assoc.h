@@ -12,6 +12,7 @@
 #define SC_ASSOC_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ASSOC_PARTITIONS 1024
@@ -29,8 +30,9 @@ int          assoc_trylock(uint32_t hv);   /* 0 on success */
 struct item *assoc_find(const char *key, size_t nkey, uint32_t hv);
 void         assoc_insert(struct item *it, uint32_t hv);
 void         assoc_delete(struct item *it, uint32_t hv);
-/* Put to where old was in its chain (an item moved to another chunk). */
-void         assoc_replace(struct item *old, struct item *to, uint32_t hv);
+/* Put to where old was in its chain (an item moved to another chunk);
+ * false (nothing changed) if old is not in the table. */
+bool         assoc_replace(struct item *old, struct item *to, uint32_t hv);
 
 uint64_t     assoc_buckets(void);          /* total buckets, all partitions */
 uint64_t     assoc_expansions(void);

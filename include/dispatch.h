@@ -67,6 +67,11 @@ struct dispatch_ctx {
         uint64_t         mark;      /* output queue before the first answer */
         const char      *resume;    /* DISPATCH_MORE_KEYS: next key */
     } mget;
+    struct {                        /* a binary update waiting for its value */
+        bool             on;
+        uint8_t          opcode;
+        uint32_t         opaque;
+    } bin;
     struct {                        /* an ms waiting for its data block */
         char             echo[PROTO_META_OPAQUE_MAX + 8]; /* its O, k, c flags */
         const char      *echo_end;
@@ -138,6 +143,10 @@ void dispatch_log_lookup(struct dispatch_ctx *d, const char *key, size_t nkey);
 /* The value bytes (with "\r\n") of an item we hold a reference to; the
  * reference passes to the output queue. */
 void dispatch_reply_data(struct dispatch_ctx *d, struct item *it);
+/* Binary protocol requests (dispatch_bin.c). */
+dispatch_result_t dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req);
+dispatch_result_t dispatch_bin_error(struct dispatch_ctx *d, const struct proto_req *req);
+void dispatch_bin_data_done(struct dispatch_ctx *d);
 /* Meta commands (dispatch_meta.c). */
 dispatch_result_t dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req);
 void dispatch_meta_data_done(struct dispatch_ctx *d);

@@ -102,6 +102,38 @@ proto_meta_has(const struct proto_meta *m, char f)
     return (m->seen & proto_meta_bit(f)) != 0;
 }
 
+/* The binary protocol: a 24-byte header, extras, key, value. */
+#define PROTO_BIN_HDR_LEN 24
+#define PROTO_BIN_RES_MAGIC 0x81
+
+typedef enum proto_bin_status {
+    PROTO_BIN_OK = 0x00,
+    PROTO_BIN_KEY_ENOENT = 0x01,
+    PROTO_BIN_KEY_EEXISTS = 0x02,
+    PROTO_BIN_E2BIG = 0x03,
+    PROTO_BIN_EINVAL = 0x04,
+    PROTO_BIN_NOT_STORED = 0x05,
+    PROTO_BIN_DELTA_BADVAL = 0x06,
+    PROTO_BIN_UNKNOWN_COMMAND = 0x81,
+    PROTO_BIN_ENOMEM = 0x82,
+} proto_bin_status_t;
+
+/* A binary request beyond what struct proto_req's common fields hold. */
+struct proto_bin {
+    bool        on;             /* the request came in binary */
+    uint8_t     opcode;         /* as sent (quiet forms included) */
+    bool        quiet;          /* a ...Q opcode */
+    bool        with_key;       /* GETK, GETKQ, GATK, GATKQ: answer the key */
+    bool        touch_only;     /* TOUCH: no value in the answer */
+    uint32_t    opaque;         /* echoed, network order kept */
+    uint64_t    cas;            /* the header's */
+    uint64_t    initial;        /* incr/decr: created with this ... */
+    bool        create;         /* ... unless the expiration is 0xffffffff */
+    proto_bin_status_t status;  /* PROTO_ERROR: the answer */
+    bool        close;          /* PROTO_ERROR: close after answering */
+    uint32_t    swallow;        /* PROTO_ERROR: body bytes still to drop */
+};
+
 /*
  * One parsed request. Pointers point into the caller's buffer and are
  * valid only as long as that buffer is unchanged (a base64 meta key: as
@@ -129,6 +161,7 @@ struct proto_req {
     bool        swallow_line; /* proto_parse_keys: the line ended early
                             * (a NUL, or an error before its newline): drop
                             * input through the next '\n' */
+    struct proto_bin bin;   /* binary protocol requests */
     struct proto_meta meta; /* PROTO_CMD_M*: last, not cleared per request */
 };
 
@@ -252,6 +285,29 @@ size_t proto_compose_meta(char *buf, size_t cap, const char *code, const char *e
 size_t proto_compose_me(char *buf, size_t cap, const struct proto_meta_item *it,
                         int64_t exp, unsigned cls, uint64_t size);
 #define PROTO_META_LINE_MAX 1024    /* room for any meta answer line */
+
+/*
+ * Parse one binary request from buf[0..len): header, extras and key (the
+ * value of a storage command is not consumed: req->vlen bytes follow).
+ * PROTO_AGAIN until the header, extras and key are there; PROTO_CLOSE on a
+ * wrong magic byte; PROTO_ERROR with req->bin.status (and .close, or
+ * .swallow bytes of body to drop) for a request memcached refuses. Every
+ * opcode maps onto the ASCII command of the same meaning (req->cmd).
+ */
+proto_status_t proto_bin_parse(const char *buf, size_t len, struct proto_req *req,
+                               size_t *consumed);
+/*
+ * A binary response header plus extras and key into buf (cap bytes); the
+ * caller queues body_extra bytes of value after it (bodylen = extlen +
+ * keylen + body_extra). Returns bytes written, 0 if cap is short.
+ */
+size_t proto_bin_compose(char *buf, size_t cap, uint8_t opcode, uint16_t status,
+                         uint32_t opaque, uint64_t cas, const void *extras,
+                         uint8_t extlen, const char *key, uint16_t keylen,
+                         uint32_t body_extra);
+/* An error answer: header and memcached's text for the status. */
+size_t proto_bin_compose_error(char *buf, size_t cap, uint8_t opcode,
+                               uint16_t status, uint32_t opaque);
 
 /* Bounded decimal parsers (no locale, no strtol): whole string must match. */
 bool proto_parse_u64(const char *s, size_t n, uint64_t *out);

@@ -48,7 +48,7 @@
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
     X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "verbose (-v) or very verbose (-vv) logging") \
     X(extended,        STR,   'o', "extended",            NULL,        0,   0,           "comma separated extended options") \
-    X(protocol,        STR,   'B', "protocol",            "auto",      0,   0,           "protocol: auto (binary clients are closed until the binary protocol is served) or ascii") \
+    X(protocol,        STR,   'B', "protocol",            "auto",      0,   0,           "protocol: auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
     X(eviction,        STR,   0,   "eviction",            "lrc,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")
 
 struct settings {
@@ -63,7 +63,8 @@ struct settings {
     uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
     uint32_t idle_timeout;      /* -o idle_timeout=N: close idle conns (0 = never) */
     bool     slab_reassign;     /* -o [no_]slab_reassign: slabs may move */
-    bool     binary_closed;     /* -B auto: a first byte 0x80 closes */
+    bool     binary_auto;       /* -B auto: a first byte 0x80 means binary */
+    bool     binary_only;       /* -B binary */
     bool     lru_crawler;       /* -o [no_]lru_crawler: crawler thread runs */
     uint32_t crawler_sleep;     /* -o lru_crawler_sleep=us */
     uint32_t crawler_tocrawl;   /* -o lru_crawler_tocrawl=N */

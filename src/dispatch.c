@@ -337,6 +337,10 @@ dispatch_data_done(struct dispatch_ctx *d)
     struct item *it = d->it;
     proto_rsp_t rsp;
 
+    if (d->bin.on) {
+        dispatch_bin_data_done(d);
+        return;
+    }
     if (d->cmd == PROTO_CMD_MS) {
         dispatch_meta_data_done(d);
         return;
@@ -670,6 +674,9 @@ command_handler(proto_cmd_t cmd)
 dispatch_result_t
 dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    if (req->bin.on) {
+        return dispatch_bin(d, req);
+    }
     command_fn fn = command_handler(req->cmd);
 
     if (fn == NULL) {
@@ -682,6 +689,9 @@ dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
 dispatch_result_t
 dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    if (req->bin.on) {
+        return dispatch_bin_error(d, req);
+    }
     /* A bad delay reached memcached's flush_all handler; ERROR did not. */
     if (req->cmd == PROTO_CMD_FLUSH_ALL && strcmp(req->error, "ERROR") != 0) {
         STATS_INCR(d->stats, cmd_flush);

@@ -53,17 +53,15 @@ ttl_left(rel_time_t exptime)
 
 /* --- mg ---------------------------------------------------------------------- */
 
+/* As memcached: an mg with T counts as a touch when it hits, as a get
+ * when it misses. */
 static void
 mg_count(struct dispatch_ctx *d, struct item *it, bool touch, item_miss_t miss)
 {
-    if (touch) {
+    if (touch && it != NULL) {
         STATS_INCR(d->stats, cmd_touch);
-        if (it != NULL) {
-            STATS_INCR(d->stats, touch_hits);
-            STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
-        } else {
-            STATS_INCR(d->stats, touch_misses);
-        }
+        STATS_INCR(d->stats, touch_hits);
+        STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
         return;
     }
     STATS_INCR(d->stats, cmd_get);
@@ -98,13 +96,15 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it = item_meta_get(req->key, req->nkey, &g, &miss);
     struct proto_meta_item mi;
 
+    /* memcached counts a vivified miss as a hit, but logs its lookup as
+     * the miss it was. */
     mg_count(d, it, g.touch, miss);
     if (logger_wants(LOGGER_FETCHERS)) {
-        logger_item_get(req->key, req->nkey, it != NULL ? LOGGER_GET_FOUND :
+        logger_item_get(req->key, req->nkey, it != NULL && !g.created ? LOGGER_GET_FOUND :
                         miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
                         miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
-                        LOGGER_GET_NOT_FOUND, it != NULL ? slab_cls_of(it) : 0,
-                        d->fd, it != NULL ? item_vlen(it) : 0);
+                        LOGGER_GET_NOT_FOUND, it != NULL && !g.created ? slab_cls_of(it) : 0,
+                        d->fd, it != NULL && !g.created ? item_vlen(it) : 0);
     }
     meta_key(&mi, req);
     if (it == NULL) {
@@ -166,9 +166,17 @@ ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
             p++;
         }
         size_t n = (size_t)(p - s);
-        if (n == 0 || (*s != 'O' && *s != 'k' && *s != 'c') ||
-            (size_t)(end - o) < n + 1) {
+        if (n == 0 || (*s != 'O' && *s != 'k' && *s != 'c')) {
             continue;
+        }
+        /* k and c answer with the item's key and CAS: their letter is all
+         * that is kept. O is at most PROTO_META_OPAQUE_MAX bytes and there
+         * is one of each at most, so all three always fit. */
+        if (*s != 'O') {
+            n = 1;
+        }
+        if ((size_t)(end - o) < n + 1) {
+            break;                      /* cannot happen, see above */
         }
         memcpy(o, s, n);
         o += n;
@@ -233,6 +241,18 @@ dispatch_meta_data_done(struct dispatch_ctx *d)
     };
     dispatch_log_lookup(d, item_key(it), item_nkey(it));
     item_status_t st = item_store_meta(it, d->ms.op, &sm);
+    /* A compared set or replace is a cas in memcached's counters. */
+    if (sm.has_cas && (d->ms.op == ITEM_OP_SET || d->ms.op == ITEM_OP_REPLACE)) {
+        if (st == ITEM_OK) {
+            STATS_INCR(d->stats, cas_hits);
+            STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_hits);
+        } else if (st == ITEM_EXISTS) {
+            STATS_INCR(d->stats, cas_badval);
+            STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_badval);
+        } else if (st == ITEM_NOT_FOUND) {
+            STATS_INCR(d->stats, cas_misses);
+        }
+    }
     const char *code = st == ITEM_OK ? "HD" : st == ITEM_EXISTS ? "EX" :
                        st == ITEM_NOT_FOUND ? "NF" : "NS";
     if (logger_wants(LOGGER_MUTATIONS)) {
@@ -317,15 +337,13 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)m->initial);
     struct item *it;
 
-    if (item_alloc(req->key, req->nkey, 0, 0, (uint32_t)n, &it) != ITEM_OK) {
+    rel_time_t exptime = clock_exptime(proto_meta_has(m, 'T') ? m->ttl : m->vivify_ttl);
+
+    if (item_alloc(req->key, req->nkey, 0, exptime, (uint32_t)n, &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
     }
     memcpy(item_value(it), digits, (size_t)n);
     memcpy(item_value(it) + n, "\r\n", 2);
-    it->exptime = clock_exptime(m->vivify_ttl);
-    if (proto_meta_has(m, 'T')) {
-        it->exptime = clock_exptime(m->ttl);
-    }
     struct item_store_meta sm = { .key_binary = m->key_binary };
     item_status_t st = item_store_meta(it, ITEM_OP_ADD, &sm);
     if (st == ITEM_OK) {
@@ -354,7 +372,10 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_arith_meta(req->key, req->nkey, incr, m->delta, &value,
                                        &cls, &am);
-    ma_count(d, incr, st, cls);
+    /* A miss that vivifies is no miss in memcached's counters. */
+    if (!(st == ITEM_NOT_FOUND && proto_meta_has(m, 'N'))) {
+        ma_count(d, incr, st, cls);
+    }
     if (st == ITEM_NOT_FOUND && proto_meta_has(m, 'N')) {
         st = ma_vivify(req, &value, &am);
         if (st == ITEM_NO_MEMORY) {

@@ -398,18 +398,17 @@ apply_automove(void)
     return 0;
 }
 
-/* -B: ascii, or auto (memcached's default, which also speaks binary:
- * here a binary client is closed at once, as by default); binary is not
- * served yet. */
+/* -B: auto (memcached's default: a connection whose first byte is the
+ * binary magic speaks binary, any other ASCII), ascii, or binary. */
 static int
 check_protocol(void)
 {
-    if (strcmp(settings.protocol, "ascii") != 0 && strcmp(settings.protocol, "auto") != 0) {
-        return usage_error("-B", settings.protocol, strcmp(settings.protocol, "binary") == 0 ?
-                           "the binary protocol is not served yet" :
-                           "must be ascii or auto");
+    if (strcmp(settings.protocol, "ascii") != 0 && strcmp(settings.protocol, "auto") != 0 &&
+        strcmp(settings.protocol, "binary") != 0) {
+        return usage_error("-B", settings.protocol, "must be auto, ascii or binary");
     }
-    settings.binary_closed = strcmp(settings.protocol, "auto") == 0;
+    settings.binary_auto = strcmp(settings.protocol, "auto") == 0;
+    settings.binary_only = strcmp(settings.protocol, "binary") == 0;
     return 0;
 }
 

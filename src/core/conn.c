@@ -80,6 +80,7 @@ struct conn {
     bool                 write_pending; /* ev_write is added */
     bool                 yielded;
     bool                 got_input; /* the first byte has been looked at */
+    bool                 binary;    /* speaks the binary protocol */
     rel_time_t           last_cmd;
     rel_time_t           last_io;   /* last command or bytes written */
     char                 peer[64];
@@ -344,11 +345,10 @@ conn_read(struct conn *c)
     STATS_ADD(c->stats, bytes_read, (uint64_t)n);
     if (!c->got_input) {
         c->got_input = true;
-        /* -B auto, without the binary protocol yet: fail its clients
-         * fast, never hang them. (-B ascii reads the byte as text.) */
-        if ((unsigned char)dst[0] == PROTO_BINARY_MAGIC && settings.binary_closed) {
-            return -1;
-        }
+        /* The first byte picks the protocol, as in memcached (-B auto);
+         * -B ascii reads a 0x80 as text, -B binary everything as binary. */
+        c->binary = settings.binary_only ||
+                    ((unsigned char)dst[0] == PROTO_BINARY_MAGIC && settings.binary_auto);
     }
     if (direct) {
         c->data_got += (uint32_t)n;
@@ -463,8 +463,11 @@ conn_parse_one(struct conn *c)
     size_t consumed = 0;
     dispatch_result_t r;
     uint64_t mark = outq_mark(&c->out);
+    proto_status_t st = c->binary ?
+        proto_bin_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed) :
+        proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed);
 
-    switch (proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed)) {
+    switch (st) {
     case PROTO_AGAIN:
         return false;
     case PROTO_CLOSE:

@@ -123,13 +123,7 @@ meta_flags(const struct line *ln, size_t first, struct proto_req *req,
                 failed = true;
             }
             break;
-        case 'O':
-            if (t.n > PROTO_META_OPAQUE_MAX) {
-                *err = ERR_OPAQUE;
-                failed = true;
-            }
-            break;
-        case 'I': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
+        case 'I': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
         case 'f': case 'v': case 'h': case 'u': case 'q': case 'l':
             break;
         default:
@@ -138,6 +132,19 @@ meta_flags(const struct line *ln, size_t first, struct proto_req *req,
         }
     }
     return !failed;
+}
+
+/* memcached checks opaque lengths after the flags, with its own error
+ * text for every command. */
+static bool
+opaque_ok(const struct line *ln, size_t first)
+{
+    for (size_t i = first; i < ln->ntok; i++) {
+        if (ln->tok[i].p[0] == 'O' && ln->tok[i].n > PROTO_META_OPAQUE_MAX) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The fields every meta command starts from. */
@@ -194,6 +201,9 @@ parse_keyed(const struct line *ln, struct proto_req *req)
     if (!meta_flags(ln, 2, req, &err)) {
         return proto_fail(req, req->cmd == PROTO_CMD_MG ? err : ERR_INVALID_DUP);
     }
+    if (!opaque_ok(ln, 2)) {
+        return proto_fail(req, ERR_OPAQUE);
+    }
     if (req->cmd == PROTO_CMD_MA && req->meta.mode != 0 &&
         strchr("I+D-", req->meta.mode) == NULL) {
         return proto_fail(req, "CLIENT_ERROR invalid mode for ma M token");
@@ -230,6 +240,9 @@ parse_ms(const struct line *ln, struct proto_req *req)
     req->swallow = true;
     if (!meta_flags(ln, 3, req, &err)) {
         return proto_fail(req, err);
+    }
+    if (!opaque_ok(ln, 3)) {
+        return proto_fail(req, ERR_OPAQUE);
     }
     if (req->meta.mode != 0 && strchr("EAPRS", req->meta.mode) == NULL) {
         return proto_fail(req, "CLIENT_ERROR invalid mode for ms M token");

@@ -432,7 +432,7 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
     emit_str(emit, ctx, "binding_protocol",
-             strcmp(settings.protocol, "auto") == 0 ? "auto-negotiate" : "ascii");
+             strcmp(settings.protocol, "auto") == 0 ? "auto-negotiate" : settings.protocol);
     emit_str(emit, ctx, "auth_enabled_sasl", "no");
     emit_str(emit, ctx, "auth_enabled_ascii", "no");
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);

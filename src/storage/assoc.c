@@ -180,7 +180,7 @@ assoc_delete(struct item *it, uint32_t hv)
     }
 }
 
-void
+bool
 assoc_replace(struct item *old, struct item *to, uint32_t hv)
 {
     struct partition *p = part_of(hv);
@@ -191,9 +191,13 @@ assoc_replace(struct item *old, struct item *to, uint32_t hv)
         pp = &slab_handle_item(*pp)->h_next;
     }
     assert(*pp == h);
+    if (*pp != h) {
+        return false;
+    }
     to->h_next = old->h_next;
     *pp = slab_handle(to);
     old->h_next = SLAB_HANDLE_NONE;
+    return true;
 }
 
 uint64_t

@@ -111,6 +111,14 @@ lru_of(const struct item *it)
     return &lrus[slab_cls_of(it)];
 }
 
+/* exptime of a linked item: written under its partition lock, read by
+ * the CLOCK's dead-item hint without it (clock_maybe_dead). */
+static inline void
+item_set_exptime(struct item *it, rel_time_t exptime)
+{
+    __atomic_store_n(&it->exptime, exptime, __ATOMIC_RELAXED);
+}
+
 /* memcached's item_is_flushed(): stored at or before the flush point. */
 static bool
 item_is_flushed(struct item *it, rel_time_t now)
@@ -301,7 +309,7 @@ clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
             break;
         }
         if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == ITEM_LINKED &&
-            !clock_maybe_dead(it, now)) {
+            !slab_draining(slab_sid_of(it)) && !clock_maybe_dead(it, now)) {
             break;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
@@ -489,6 +497,7 @@ item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
     if (cls == 0 || (it = slab_alloc(cls, &sid)) == NULL) {
         return NULL;
     }
+    note_ttl(cls, exptime);
     alloc_note_low(cls);
     item_init(it, key, nkey, flags, exptime, vlen);
     return it;
@@ -540,13 +549,14 @@ item_slab_rescue(void)
 }
 
 /*
- * A live item of a slab being emptied that was read since the CLOCK hand
- * last passed it is moved to another chunk of its class rather than
- * dropped with its slab: to a free one, else to the one the class's CLOCK
- * frees (its coldest item goes instead). So the items lost to a slab move
- * are the class's coldest, as item-level eviction would pick, not
- * whichever happened to share the slab. Both locks held; false when no
- * chunk could be had (the item is then dropped).
+ * A live item of a slab being emptied is moved to another chunk of its
+ * class rather than dropped with its slab: to a free one if the class has
+ * one (as memcached's page mover does); else, if it was read since the
+ * CLOCK hand last passed it, to the chunk the class's CLOCK frees (the
+ * class's coldest item goes instead). So the items lost to a slab move are
+ * the class's coldest, as item-level eviction would pick, not whichever
+ * happened to share the slab. Both locks held; false when no chunk could
+ * be had (the item is then dropped).
  */
 static bool
 slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
@@ -554,7 +564,7 @@ slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
     uint32_t dsid;
     struct item *dst = slab_pop_free_locked(cls, &dsid);
 
-    if (dst == NULL && clock_evict(cls, 1, now) == 1) {
+    if (dst == NULL && (item_iflags(it) & ITEM_ACTIVE) && clock_evict(cls, 1, now) == 1) {
         dst = slab_pop_free_locked(cls, &dsid);
     }
     if (dst == NULL) {
@@ -565,7 +575,11 @@ slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
     /* The copy has had its second chance, as a CLOCK rescue gives it. */
     atomic_store(&dst->refs, ((uint32_t)(f & ~ITEM_ACTIVE) << ITEM_REF_BITS) | 1u);
     dst->time = now;
-    assoc_replace(it, dst, hv);
+    if (!assoc_replace(it, dst, hv)) {
+        item_iflags_reset(dst, 0);              /* cannot happen: linked */
+        slab_free_locked(cls, dsid, dst);
+        return false;
+    }
     item_iflags_clear(it, ITEM_LINKED);
     lrus[cls].slab_rescues++;
     return true;
@@ -590,7 +604,7 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
     if (!(item_iflags(it) & ITEM_FREE)) {
         if (chunk_busy(it) || item_hash(it) != hv) {
             ok = false;
-        } else if (!item_is_dead(it, now) && (item_iflags(it) & ITEM_ACTIVE) &&
+        } else if (!item_is_dead(it, now) &&
                    atomic_load_explicit(&slab_rescue_on, memory_order_relaxed) &&
                    slab_rescue(cls, it, hv, now)) {
             slab_free_locked(cls, sid, it);
@@ -852,7 +866,7 @@ item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
         atomic_fetch_add(&it->refs, 1);
         slab_touch(slab_sid_of(it));
         if (touch) {
-            it->exptime = exptime;
+            item_set_exptime(it, exptime);
             note_ttl(slab_cls_of(it), exptime);
         }
         do_item_bump(it);
@@ -904,7 +918,7 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime, uint8_t *cls)
     assoc_lock(hv);
     struct item *it = do_item_find(key, nkey, hv);
     if (it != NULL) {
-        it->exptime = exptime;
+        item_set_exptime(it, exptime);
         note_ttl(slab_cls_of(it), exptime);
         do_item_bump(it);
         item_report_cls(it, cls);
@@ -929,7 +943,7 @@ item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
         /* Served on, marked stale, with a new CAS; the next reader wins
          * the recache (mg answers W). */
         if (new_ttl) {
-            it->exptime = exptime;
+            item_set_exptime(it, exptime);
             note_ttl(slab_cls_of(it), exptime);
         }
         item_iflags_set(it, ITEM_STALE);
@@ -1022,7 +1036,7 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
         m->token_sent = (f & ITEM_TOKEN_SENT) != 0;
         m->stale = (f & ITEM_STALE) != 0;
         if (m->touch) {
-            it->exptime = m->exptime;
+            item_set_exptime(it, m->exptime);
             note_ttl(slab_cls_of(it), m->exptime);
         }
         if (m->recache && !m->token_sent && !m->created && it->exptime != 0 &&
@@ -1035,7 +1049,10 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
         if (m->won) {
             item_iflags_set(it, ITEM_TOKEN_SENT);
         }
-        atomic_fetch_add(&it->refs, 1);
+        /* The caller's reference: a created item's is the allocation's. */
+        if (!m->created) {
+            atomic_fetch_add(&it->refs, 1);
+        }
         slab_touch(slab_sid_of(it));
         if (m->bump) {
             do_item_bump(it);
@@ -1374,7 +1391,7 @@ arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
         return;
     }
     if (m->touch) {
-        it->exptime = m->exptime;
+        item_set_exptime(it, m->exptime);
         note_ttl(slab_cls_of(it), m->exptime);
     }
     m->cas_out = item_cas(it);

@@ -307,7 +307,10 @@ def garbage_never_crashes():
                     words = [b"get", b"set", b"gets", b"incr", b"cas", b"\x00",
                              b"99999999999999999999", b"-1", b"noreply",
                              b"\xff" * 10, b"stats", b"touch", b"gat",
-                             b"append", b"k", b"0", b"4294967296", b"delete"]
+                             b"append", b"k", b"0", b"4294967296", b"delete",
+                             b"mg", b"ms", b"md", b"ma", b"mn", b"me", b"v",
+                             b"q", b"k", b"T-1", b"N0", b"Oop", b"b", b"MA",
+                             b"C0", b"I", b"Zm9v", b"D99"]
                     data = b"".join(b" ".join(r.choice(words) for _ in
                                               range(r.randint(0, 7))) +
                                     r.choice([b"\r\n", b"\n", b"\r", b" "])

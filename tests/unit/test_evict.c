@@ -716,6 +716,44 @@ START_TEST(test_slab_evict_without_rescue_drops_all)
 }
 END_TEST
 
+/* With free chunks in its class, every live item of an emptied slab moves
+ * into them, read or not (memcached's page mover does the same). */
+START_TEST(test_slab_evict_moves_items_to_free_chunks)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    uint32_t per = slab_class_perslab(a);
+    char key[32];
+
+    item_set_slab_rescue(true);
+    for (uint32_t i = 0; i < per + per / 2; i++) {  /* slab 0 full, slab 1 half */
+        snprintf(key, sizeof(key), "a%u", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(owner(0), a);
+    ck_assert_uint_eq(owner(1), a);
+    ck_assert_int_eq(item_slab_evict(0, cls_of(LARGE_LEN)), ITEM_SLAB_OK);
+
+    struct item_stats st;
+    item_get_stats(&st);
+    uint32_t room = per - per / 2;                  /* slab 1's free chunks */
+    ck_assert_uint_eq(st.slab_rescues, room);
+    ck_assert_uint_eq(st.evictions, per - room);
+    ck_assert_uint_eq(st.curr_items, per);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < per; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        struct item *it = item_get(key, strlen(key), false, 0, NULL);
+        if (it != NULL) {
+            ck_assert_uint_eq(slab_sid_of(it), 1);
+            ck_assert(verify(it));
+            item_release(it);
+            kept++;
+        }
+    }
+    ck_assert_uint_eq(kept, room);
+}
+END_TEST
+
 START_TEST(test_configure_validates)
 {
     char names[EVICT_NAMES_MAX];
@@ -1022,6 +1060,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
     tcase_add_test(tc, test_slab_evict_rescues_read_items);
     tcase_add_test(tc, test_slab_evict_without_rescue_drops_all);
+    tcase_add_test(tc, test_slab_evict_moves_items_to_free_chunks);
     tcase_add_test(tc, test_gate_spares_a_class_s_last_slab_in_use);
     tcase_add_test(tc, test_damping_gives_way_to_a_class_without_slabs);
     tcase_add_test(tc, test_empty_slab_taken_before_evicting);

@@ -1259,6 +1259,135 @@ START_TEST(test_alloc_reuses_dead_before_new_slab)
 }
 END_TEST
 
+/* --- meta commands' storage operations ----------------------------------------- */
+
+static uint64_t
+used_chunks_of(struct item *it)
+{
+    struct slab_class_stats st;
+
+    slab_class_stats(slab_cls_of(it), &st);
+    return st.used_chunks;
+}
+
+START_TEST(test_meta_get_vivify_holds_one_reference)
+{
+    struct item_meta_get g = { .bump = true, .vivify = true,
+                               .vivify_exptime = clock_exptime(30) };
+    item_miss_t miss;
+    struct item *it = item_meta_get("viv", 3, &g, &miss);
+
+    ck_assert_ptr_nonnull(it);
+    ck_assert(g.created && g.won && !g.token_sent && !g.fetched);
+    ck_assert_uint_eq(item_vlen(it), 0);
+    /* the hash table's reference and the caller's, no more */
+    ck_assert_uint_eq(item_refcount(it), 2);
+    uint64_t used = used_chunks_of(it);
+    item_release(it);
+    /* a second reader finds it, told a win was handed out already */
+    it = item_meta_get("viv", 3, &g, &miss);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(!g.created && !g.won && g.token_sent);
+    ck_assert_uint_eq(item_refcount(it), 2);
+    item_release(it);
+    /* deleting it gives its chunk back: a leaked reference would keep it */
+    ck_assert_int_eq(item_delete("viv", 3, NULL), ITEM_OK);
+    ck_assert_int_eq(make_item("viw", "", 0, 0, 0, &it), ITEM_OK);   /* same class */
+    ck_assert_uint_eq(used_chunks_of(it), used);
+    item_release(it);
+}
+END_TEST
+
+START_TEST(test_meta_delete_marks_stale)
+{
+    struct item *it;
+    struct item_meta_get g = { .bump = true };
+    item_miss_t miss;
+
+    ck_assert_int_eq(store_op("st", "v", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
+    it = get("st");
+    uint64_t cas = item_cas(it);
+    item_release(it);
+    ck_assert_int_eq(item_meta_delete("st", 2, true, cas + 1, true, false, 0, NULL),
+                     ITEM_EXISTS);
+    ck_assert_int_eq(item_meta_delete("st", 2, true, cas, true, true,
+                                      clock_exptime(30), NULL), ITEM_OK);
+    it = item_meta_get("st", 2, &g, &miss);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(g.stale && g.won && !g.token_sent);
+    ck_assert_uint_ne(item_cas(it), cas);       /* a new CAS */
+    ck_assert_uint_ne(it->exptime, 0);
+    item_release(it);
+    it = item_meta_get("st", 2, &g, &miss);
+    ck_assert(g.stale && !g.won && g.token_sent);
+    item_release(it);
+    /* without I it goes */
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL), ITEM_OK);
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL),
+                     ITEM_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(test_store_meta_cas_rules)
+{
+    struct item *it;
+
+    ck_assert_int_eq(store_op("c", "v1", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
+    it = get("c");
+    uint64_t cas = item_cas(it);
+    item_release(it);
+    /* C0 compares and matches nothing */
+    ck_assert_int_eq(make_item("c", "v2", 2, 0, 0, &it), ITEM_OK);
+    struct item_store_meta m = { .has_cas = true, .cas = 0 };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m), ITEM_EXISTS);
+    ck_assert_uint_eq(m.cas_out, 0);
+    /* an older CAS with I stores, marked stale, keeping the TTL */
+    m = (struct item_store_meta){ .has_cas = true, .cas = cas - 1, .stale_ok = true };
+    if (cas > 1) {
+        ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m), ITEM_OK);
+        ck_assert_uint_ne(m.cas_out, 0);
+        ck_assert(item_iflags(it) & ITEM_STALE);
+    }
+    item_release(it);
+    /* the right CAS stores and reports the new one */
+    it = get("c");
+    cas = item_cas(it);
+    item_release(it);
+    ck_assert_int_eq(make_item("c", "v3", 2, 0, 0, &it), ITEM_OK);
+    m = (struct item_store_meta){ .has_cas = true, .cas = cas };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_REPLACE, &m), ITEM_OK);
+    ck_assert_uint_eq(m.cas_out, item_cas(it));
+    item_release(it);
+    /* append compares a nonzero CAS only */
+    ck_assert_int_eq(make_item("c", "+", 1, 0, 0, &it), ITEM_OK);
+    m = (struct item_store_meta){ .has_cas = true, .cas = 1 };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m), ITEM_EXISTS);
+    m = (struct item_store_meta){ .has_cas = true, .cas = 0 };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m), ITEM_OK);
+    item_release(it);
+}
+END_TEST
+
+START_TEST(test_arith_meta_cas_and_ttl)
+{
+    uint64_t v;
+    struct item *it;
+
+    ck_assert_int_eq(store_op("n", "5", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
+    it = get("n");
+    uint64_t cas = item_cas(it);
+    item_release(it);
+    struct item_arith_meta m = { .cas = cas + 7 };
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, NULL, &m), ITEM_EXISTS);
+    m = (struct item_arith_meta){ .cas = cas, .touch = true, .exptime = clock_exptime(60) };
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 2, &v, NULL, &m), ITEM_OK);
+    ck_assert_uint_eq(v, 7);
+    ck_assert_uint_ne(m.cas_out, cas);
+    ck_assert_uint_eq(m.exptime_out, clock_exptime(60));
+    ck_assert_uint_eq(m.vlen_out, 1);
+}
+END_TEST
+
 START_TEST(test_lru_reclaims_expired_first)
 {
     slab_set_limit(SMALL_LIMIT);
@@ -1443,6 +1572,10 @@ item_suite(void)
     tcase_add_test(tc, test_lru_held_deleted_item_not_reused);
     tcase_add_test(tc, test_lru_reclaims_expired_first);
     tcase_add_test(tc, test_alloc_reuses_dead_before_new_slab);
+    tcase_add_test(tc, test_meta_get_vivify_holds_one_reference);
+    tcase_add_test(tc, test_meta_delete_marks_stale);
+    tcase_add_test(tc, test_store_meta_cas_rules);
+    tcase_add_test(tc, test_arith_meta_cas_and_ttl);
     tcase_add_test(tc, test_lru_reclaims_flushed);
     tcase_add_test(tc, test_lru_evicts_when_all_recently_read);
     tcase_add_test(tc, test_lru_evicts_single_recently_read);

@@ -1240,6 +1240,116 @@ START_TEST(test_meta_compose) {
 }
 END_TEST
 
+/* --- binary protocol ------------------------------------------------------- */
+
+static size_t bin_req(unsigned char *buf, uint8_t magic, uint8_t op, uint16_t keylen,
+                      uint8_t extlen, uint32_t bodylen, uint32_t opaque, uint64_t cas) {
+    memset(buf, 0, 24);
+    buf[0] = magic;
+    buf[1] = op;
+    buf[2] = (unsigned char)(keylen >> 8);
+    buf[3] = (unsigned char)keylen;
+    buf[4] = extlen;
+    for (int i = 0; i < 4; i++) {
+        buf[8 + i] = (unsigned char)(bodylen >> (24 - 8 * i));
+    }
+    memcpy(buf + 12, &opaque, 4);
+    for (int i = 0; i < 8; i++) {
+        buf[16 + i] = (unsigned char)(cas >> (56 - 8 * i));
+    }
+    return 24;
+}
+
+START_TEST(test_bin_parse) {
+    unsigned char b[600];
+    size_t n;
+
+    /* GETK "key": header and key consumed, quiet form flagged */
+    n = bin_req(b, 0x80, 0x0d, 3, 0, 3, 0xdeadbeef, 0);
+    memcpy(b + n, "key", 3);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 23, &req, &used), PROTO_AGAIN);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 26, &req, &used), PROTO_AGAIN);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 27, &req, &used), PROTO_OK);
+    ck_assert_uint_eq(used, 27);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_GET);
+    ck_assert(req.bin.on && req.bin.quiet && req.bin.with_key && req.noreply);
+    ck_assert_uint_eq(req.bin.opaque, 0xdeadbeef);
+    expect_key("key");
+
+    /* SET: flags, exptime, value length; the value is not consumed */
+    n = bin_req(b, 0x80, 0x01, 1, 8, 1 + 8 + 5, 0, 77);
+    memcpy(b + n, "\0\0\0\x07\0\0\0\x1e" "kvalue", 14);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 33, &req, &used), PROTO_OK);
+    ck_assert_uint_eq(used, 33);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_SET);
+    ck_assert_uint_eq(req.flags, 7);
+    ck_assert_int_eq(req.exptime, 30);
+    ck_assert_uint_eq(req.vlen, 5);
+    ck_assert_uint_eq(req.bin.cas, 77);
+
+    /* INCR with expiration 0xffffffff: no create on a miss */
+    n = bin_req(b, 0x80, 0x05, 1, 20, 21, 0, 0);
+    memset(b + n, 0, 20);
+    b[n + 7] = 3;                       /* delta 3 */
+    b[n + 15] = 9;                      /* initial 9 */
+    memset(b + n + 16, 0xff, 4);
+    b[n + 20] = 'n';
+    ck_assert_int_eq(proto_bin_parse((char *)b, 45, &req, &used), PROTO_OK);
+    ck_assert_int_eq(req.cmd, PROTO_CMD_INCR);
+    ck_assert_uint_eq(req.delta, 3);
+    ck_assert_uint_eq(req.bin.initial, 9);
+    ck_assert(!req.bin.create);
+
+    /* errors: wrong magic closes; body shorter than the key: unknown and
+     * close; a key over 250 bytes or wrong extras: EINVAL and close; an
+     * unknown opcode: answered, the rest of its body dropped */
+    bin_req(b, 0x81, 0x00, 1, 0, 1, 0, 0);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 25, &req, &used), PROTO_CLOSE);
+    bin_req(b, 0x80, 0x00, 3, 0, 2, 0, 0);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 24, &req, &used), PROTO_ERROR);
+    ck_assert_int_eq(req.bin.status, PROTO_BIN_UNKNOWN_COMMAND);
+    ck_assert(req.bin.close);
+    bin_req(b, 0x80, 0x00, 251, 0, 251, 0, 0);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 24, &req, &used), PROTO_ERROR);
+    ck_assert_int_eq(req.bin.status, PROTO_BIN_EINVAL);
+    ck_assert(req.bin.close);
+    bin_req(b, 0x80, 0x00, 1, 4, 5, 0, 0);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 29, &req, &used), PROTO_ERROR);
+    ck_assert_int_eq(req.bin.status, PROTO_BIN_EINVAL);
+    bin_req(b, 0x80, 0x50, 1, 2, 10, 0, 0);
+    ck_assert_int_eq(proto_bin_parse((char *)b, 27, &req, &used), PROTO_ERROR);
+    ck_assert_int_eq(req.bin.status, PROTO_BIN_UNKNOWN_COMMAND);
+    ck_assert(!req.bin.close);
+    ck_assert_uint_eq(req.bin.swallow, 7);
+    ck_assert_uint_eq(used, 27);
+}
+END_TEST
+
+START_TEST(test_bin_compose) {
+    char buf[128];
+    const unsigned char *u = (const unsigned char *)buf;
+    uint32_t opaque = 0x01020304;
+
+    size_t n = proto_bin_compose(buf, sizeof(buf), 0x0c, 0, opaque, 0x1122334455667788ull,
+                                 "\0\0\0\x05", 4, "key", 3, 6);
+    ck_assert_uint_eq(n, 24 + 4 + 3);
+    ck_assert_uint_eq(u[0], 0x81);
+    ck_assert_uint_eq(u[1], 0x0c);
+    ck_assert_uint_eq(u[3], 3);                 /* key length */
+    ck_assert_uint_eq(u[4], 4);                 /* extras length */
+    ck_assert_uint_eq(u[11], 4 + 3 + 6);        /* body length */
+    ck_assert(memcmp(buf + 12, &opaque, 4) == 0);
+    ck_assert_uint_eq(u[16], 0x11);
+    ck_assert_uint_eq(u[23], 0x88);
+    ck_assert(memcmp(buf + 28, "key", 3) == 0);
+    n = proto_bin_compose_error(buf, sizeof(buf), 0x00, PROTO_BIN_KEY_ENOENT, 0);
+    ck_assert_uint_eq(n, 24 + 9);
+    ck_assert_uint_eq(u[7], 1);                 /* status */
+    ck_assert(memcmp(buf + 24, "Not found", 9) == 0);
+    ck_assert_uint_eq(proto_bin_compose(buf, 20, 0, 0, 0, 0, NULL, 0, NULL, 0, 0), 0);
+}
+END_TEST
+
 static Suite *proto_suite(void) {
     Suite *s = suite_create("proto");
     TCase *tc = tcase_create("core");
@@ -1297,6 +1407,8 @@ static Suite *proto_suite(void) {
     tcase_add_test(tc, test_meta_base64_key);
     tcase_add_test(tc, test_base64_codec);
     tcase_add_test(tc, test_meta_compose);
+    tcase_add_test(tc, test_bin_parse);
+    tcase_add_test(tc, test_bin_compose);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,482 @@
+/*
+ * dispatch_bin.c -- what binary-protocol requests do: each parsed request
+ * (protocol/binary.c maps it onto an ASCII command) run against storage
+ * and answered in binary, as memcached 1.6.18's proto_bin.c answers:
+ * quiet opcodes drop their success answers (and GETQ its miss), errors
+ * always go out, and counters move as for the ASCII commands.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "config.h"
+#include "dispatch.h"
+#include "item.h"
+#include "outq.h"
+#include "slab.h"
+#include "stats.h"
+
+#define BIN_LINE_MAX (PROTO_BIN_HDR_LEN + 64 + PROTO_KEY_MAX)
+
+static void
+bin_answer(struct dispatch_ctx *d, const struct proto_req *req, uint16_t status,
+           uint64_t cas, const void *extras, uint8_t extlen, const char *key,
+           uint16_t keylen, const void *value, uint32_t vlen)
+{
+    char buf[BIN_LINE_MAX];
+    size_t n = proto_bin_compose(buf, sizeof(buf), req->bin.opcode, status,
+                                 req->bin.opaque, cas, extras, extlen, key,
+                                 keylen, vlen);
+
+    outq_add(d->out, buf, n);
+    if (vlen > 0 && value != NULL) {
+        outq_add(d->out, value, vlen);
+    }
+}
+
+static void
+bin_error(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t status)
+{
+    char buf[BIN_LINE_MAX];
+    size_t n = proto_bin_compose_error(buf, sizeof(buf), opcode, status, opaque);
+
+    outq_add(d->out, buf, n);
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+/* --- get, getk, gat, touch (and their quiet forms) --------------------------- */
+
+static dispatch_result_t
+bin_get(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bool touch = req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_TOUCH;
+    item_miss_t miss;
+    struct item *it = item_get(req->key, req->nkey, touch,
+                               touch ? clock_exptime(req->exptime) : 0, &miss);
+
+    if (touch) {
+        STATS_INCR(d->stats, cmd_touch);
+    } else {
+        STATS_INCR(d->stats, cmd_get);
+    }
+    if (it == NULL) {
+        if (touch) {
+            STATS_INCR(d->stats, touch_misses);
+        } else {
+            STATS_INCR(d->stats, get_misses);
+        }
+        if (req->noreply) {
+            return DISPATCH_DONE;
+        }
+        if (req->bin.with_key) {
+            bin_answer(d, req, PROTO_BIN_KEY_ENOENT, 0, NULL, 0, req->key,
+                       (uint16_t)req->nkey, NULL, 0);
+        } else {
+            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
+        }
+        return DISPATCH_DONE;
+    }
+    if (touch) {
+        STATS_INCR(d->stats, touch_hits);
+        STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
+    } else {
+        STATS_INCR(d->stats, get_hits);
+        STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
+    }
+    unsigned char flags[4];
+    put32(flags, it->flags);
+    uint32_t vlen = req->bin.touch_only ? 0 : item_vlen(it);
+    char buf[BIN_LINE_MAX];
+    size_t n = proto_bin_compose(buf, sizeof(buf), req->bin.opcode, PROTO_BIN_OK,
+                                 req->bin.opaque, item_cas(it), flags, 4,
+                                 req->bin.with_key ? item_key(it) : NULL,
+                                 req->bin.with_key ? item_nkey(it) : 0, vlen);
+    outq_add(d->out, buf, n);
+    if (vlen == 0) {
+        item_release(it);
+        return DISPATCH_DONE;
+    }
+    /* The value without its "\r\n". */
+    outq_add_ref(d->out, item_value(it), vlen, it);
+    return DISPATCH_DONE;
+}
+
+/* --- set, add, replace, append, prepend -------------------------------------- */
+
+static dispatch_result_t
+bin_update(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    struct item *it;
+
+    STATS_INCR(d->stats, cmd_set);
+    item_status_t st = item_alloc(req->key, req->nkey, req->flags,
+                                  clock_exptime(req->exptime), req->vlen, &it);
+    if (st != ITEM_OK) {
+        bin_error(d, req->bin.opcode, req->bin.opaque,
+                  st == ITEM_TOO_LARGE ? PROTO_BIN_E2BIG : PROTO_BIN_ENOMEM);
+        if (st == ITEM_TOO_LARGE) {
+            STATS_INCR(d->stats, store_too_large);
+        } else {
+            STATS_INCR(d->stats, store_no_memory);
+        }
+        if (req->cmd == PROTO_CMD_SET) {
+            item_unlink_key(req->key, req->nkey);
+        }
+        /* A value past 2 GB is no mistake but an attack or garbage: close
+         * rather than read gigabytes to drop them. (memcached, whose
+         * swallow count is an int, reads what follows as requests.) */
+        if (req->vlen > INT32_MAX) {
+            return DISPATCH_CLOSE;
+        }
+        d->swallow = req->vlen;
+        return DISPATCH_SWALLOW;
+    }
+    STATS_CLASS_INCR(d->stats, slab_cls_of(it), cmd_set);
+    memcpy(item_value(it) + req->vlen, "\r\n", 2);
+    d->it = it;
+    d->data = item_value(it);
+    d->ndata = req->vlen;           /* binary values carry no "\r\n" */
+    d->cmd = req->cmd;
+    d->cas = req->bin.cas;
+    d->noreply = req->noreply;
+    d->bin.on = true;
+    d->bin.opcode = req->bin.opcode;
+    d->bin.opaque = req->bin.opaque;
+    return DISPATCH_NEED_DATA;
+}
+
+void
+dispatch_bin_data_done(struct dispatch_ctx *d)
+{
+    struct item *it = d->it;
+    item_store_op_t op;
+
+    d->it = NULL;
+    d->bin.on = false;
+    switch (d->cmd) {
+    case PROTO_CMD_ADD:     op = ITEM_OP_ADD; break;
+    case PROTO_CMD_REPLACE: op = ITEM_OP_REPLACE; break;
+    case PROTO_CMD_APPEND:  op = ITEM_OP_APPEND; break;
+    case PROTO_CMD_PREPEND: op = ITEM_OP_PREPEND; break;
+    default:                op = ITEM_OP_SET; break;
+    }
+    /* A cas in the header makes a set, add or replace a cas, as memcached's
+     * binary update does; append and prepend compare a nonzero one. */
+    struct item_store_meta sm = {
+        .has_cas = d->cas != 0 && op != ITEM_OP_APPEND && op != ITEM_OP_PREPEND,
+        .cas = d->cas,
+    };
+    if (sm.has_cas && op == ITEM_OP_ADD) {
+        op = ITEM_OP_CAS;
+    }
+    dispatch_log_lookup(d, item_key(it), item_nkey(it));
+    item_status_t st = item_store_meta(it, op, &sm);
+    uint16_t status = PROTO_BIN_OK;
+    switch (st) {
+    case ITEM_OK:
+        break;
+    case ITEM_EXISTS:
+        status = PROTO_BIN_KEY_EEXISTS;
+        break;
+    case ITEM_NOT_FOUND:
+        status = PROTO_BIN_KEY_ENOENT;
+        break;
+    default:
+        status = op == ITEM_OP_ADD ? PROTO_BIN_KEY_EEXISTS :
+                 op == ITEM_OP_REPLACE ? PROTO_BIN_KEY_ENOENT : PROTO_BIN_NOT_STORED;
+        break;
+    }
+    if (op == ITEM_OP_CAS || sm.has_cas) {
+        if (st == ITEM_OK) {
+            STATS_INCR(d->stats, cas_hits);
+        } else if (st == ITEM_EXISTS) {
+            STATS_INCR(d->stats, cas_badval);
+        } else if (st == ITEM_NOT_FOUND) {
+            STATS_INCR(d->stats, cas_misses);
+        }
+    }
+    if (status != PROTO_BIN_OK) {
+        bin_error(d, d->bin.opcode, d->bin.opaque, status);
+    } else if (!d->noreply) {
+        char buf[PROTO_BIN_HDR_LEN];
+        size_t n = proto_bin_compose(buf, sizeof(buf), d->bin.opcode, PROTO_BIN_OK,
+                                     d->bin.opaque, sm.cas_out, NULL, 0, NULL, 0, 0);
+        outq_add(d->out, buf, n);
+    }
+    item_release(it);
+}
+
+/* --- delete, incr/decr ------------------------------------------------------- */
+
+static dispatch_result_t
+bin_delete(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    uint8_t cls = 0;
+
+    dispatch_log_lookup(d, req->key, req->nkey);
+    item_status_t st = item_meta_delete(req->key, req->nkey, req->bin.cas != 0,
+                                        req->bin.cas, false, false, 0, &cls);
+    if (st == ITEM_OK) {
+        STATS_INCR(d->stats, delete_hits);
+        STATS_CLASS_INCR(d->stats, cls, delete_hits);
+        if (!req->noreply) {
+            bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+        }
+        return DISPATCH_DONE;
+    }
+    STATS_INCR(d->stats, delete_misses);
+    bin_error(d, req->bin.opcode, req->bin.opaque,
+              st == ITEM_EXISTS ? PROTO_BIN_KEY_EEXISTS : PROTO_BIN_KEY_ENOENT);
+    return DISPATCH_DONE;
+}
+
+static void
+put64(unsigned char *p, uint64_t v)
+{
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+/* A miss that creates the counter: its initial value, as an add would. */
+static item_status_t
+bin_arith_create(const struct proto_req *req, uint64_t *cas)
+{
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)req->bin.initial);
+    struct item *it;
+
+    if (item_alloc(req->key, req->nkey, 0, clock_exptime(req->exptime), (uint32_t)n,
+                   &it) != ITEM_OK) {
+        return ITEM_NO_MEMORY;
+    }
+    memcpy(item_value(it), digits, (size_t)n);
+    memcpy(item_value(it) + n, "\r\n", 2);
+    struct item_store_meta sm = { 0 };
+    item_status_t st = item_store_meta(it, ITEM_OP_ADD, &sm);
+    *cas = sm.cas_out;
+    item_release(it);
+    return st;
+}
+
+static dispatch_result_t
+bin_arith(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bool incr = req->cmd == PROTO_CMD_INCR;
+    struct item_arith_meta am = { .cas = req->bin.cas };
+    uint64_t value = 0;
+    uint8_t cls = 0;
+
+    dispatch_log_lookup(d, req->key, req->nkey);
+    item_status_t st = item_arith_meta(req->key, req->nkey, incr, req->delta, &value,
+                                       &cls, &am);
+    if (st == ITEM_NOT_FOUND) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_misses);
+        } else {
+            STATS_INCR(d->stats, decr_misses);
+        }
+        if (req->bin.create) {
+            st = bin_arith_create(req, &am.cas_out);
+            value = req->bin.initial;
+            if (st == ITEM_NOT_STORED) {
+                st = ITEM_NOT_FOUND;    /* raced with another store */
+            }
+        }
+    } else if (st == ITEM_OK) {
+        if (incr) {
+            STATS_INCR(d->stats, incr_hits);
+            STATS_CLASS_INCR(d->stats, cls, incr_hits);
+        } else {
+            STATS_INCR(d->stats, decr_hits);
+            STATS_CLASS_INCR(d->stats, cls, decr_hits);
+        }
+    }
+    switch (st) {
+    case ITEM_OK:
+        if (!req->noreply) {
+            unsigned char v[8];
+            put64(v, value);
+            bin_answer(d, req, PROTO_BIN_OK, am.cas_out, NULL, 0, NULL, 0, v, 8);
+        }
+        break;
+    case ITEM_NOT_FOUND:
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
+        break;
+    case ITEM_EXISTS:
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_EEXISTS);
+        break;
+    case ITEM_NON_NUMERIC:
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_DELTA_BADVAL);
+        break;
+    default:
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_ENOMEM);
+        break;
+    }
+    return DISPATCH_DONE;
+}
+
+/* --- stat ---------------------------------------------------------------------- */
+
+struct bin_stat_ctx {
+    struct dispatch_ctx     *d;
+    const struct proto_req  *req;
+};
+
+static void
+bin_stat_emit(void *ctx, const char *name, const char *value)
+{
+    struct bin_stat_ctx *s = ctx;
+    size_t nk = strlen(name), nv = strlen(value);
+
+    if (nk > PROTO_KEY_MAX) {
+        return;
+    }
+    bin_answer(s->d, s->req, PROTO_BIN_OK, 0, NULL, 0, name, (uint16_t)nk,
+               value, (uint32_t)nv);
+}
+
+/* The detail dump's lines gathered for one "detailed" stat, as memcached
+ * sends it; bounded by the prefixes tracked (stats.h). */
+struct detail_buf {
+    char   *p;
+    size_t  len, cap;
+    bool    oom;
+};
+
+static void
+detail_gather(void *ctx, const char *text)
+{
+    struct detail_buf *b = ctx;
+    size_t n = strlen(text);
+
+    if (b->oom) {
+        return;
+    }
+    if (b->len + n + 2 > b->cap) {
+        size_t cap = (b->cap + n + 2) * 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, text, n);
+    memcpy(b->p + b->len + n, "\r\n", 2);
+    b->len += n + 2;
+}
+
+static bool
+key_is(const struct proto_req *req, const char *s)
+{
+    size_t n = strlen(s);
+
+    return req->nkey >= n && memcmp(req->key, s, n) == 0;
+}
+
+static dispatch_result_t
+bin_stat(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    struct bin_stat_ctx s = { d, req };
+
+    if (key_is(req, "reset")) {
+        stats_reset();
+    } else if (key_is(req, "detail dump")) {
+        struct detail_buf b = { 0 };
+        stats_detail_dump(detail_gather, &b);
+        detail_gather(&b, "END");
+        if (b.oom) {
+            free(b.p);
+            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_ENOMEM);
+            return DISPATCH_DONE;
+        }
+        bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, "detailed", 8, b.p, (uint32_t)b.len);
+        free(b.p);
+    } else if (key_is(req, "detail on") || key_is(req, "detail off")) {
+        stats_detail_set_enabled(key_is(req, "detail on"));
+    } else if (key_is(req, "detail")) {
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
+        return DISPATCH_DONE;
+    } else {
+        stats_section_t section = stats_section(req->key, req->nkey);
+        if (section == STATS_UNKNOWN) {
+            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
+            return DISPATCH_DONE;
+        }
+        stats_emit(section, bin_stat_emit, &s);
+    }
+    bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);  /* the end */
+    return DISPATCH_DONE;
+}
+
+/* --- the rest -------------------------------------------------------------------- */
+
+dispatch_result_t
+dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    switch (req->cmd) {
+    case PROTO_CMD_GET:
+    case PROTO_CMD_GAT:
+    case PROTO_CMD_TOUCH:
+        return bin_get(d, req);
+    case PROTO_CMD_SET:
+    case PROTO_CMD_ADD:
+    case PROTO_CMD_REPLACE:
+    case PROTO_CMD_APPEND:
+    case PROTO_CMD_PREPEND:
+        return bin_update(d, req);
+    case PROTO_CMD_DELETE:
+        return bin_delete(d, req);
+    case PROTO_CMD_INCR:
+    case PROTO_CMD_DECR:
+        return bin_arith(d, req);
+    case PROTO_CMD_STATS:
+        return bin_stat(d, req);
+    case PROTO_CMD_VERSION: {
+        static const char version[] = "1.6.18";
+        bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, version,
+                   (uint32_t)strlen(version));
+        return DISPATCH_DONE;
+    }
+    case PROTO_CMD_FLUSH_ALL:
+        STATS_INCR(d->stats, cmd_flush);
+        item_flush(req->has_arg ? (int64_t)(int32_t)req->arg : 0);
+        if (!req->noreply) {
+            bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+        }
+        return DISPATCH_DONE;
+    case PROTO_CMD_QUIT:
+        if (!req->noreply) {
+            bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+        }
+        d->close_reason = LOGGER_CLOSE_NORMAL;
+        return DISPATCH_CLOSE;
+    default:                            /* NOOP */
+        bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+        return DISPATCH_DONE;
+    }
+}
+
+dispatch_result_t
+dispatch_bin_error(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bin_error(d, req->bin.opcode, req->bin.opaque, req->bin.status);
+    if (req->bin.close) {
+        return DISPATCH_CLOSE;
+    }
+    if (req->bin.swallow > 0) {
+        d->swallow = req->bin.swallow;
+        return DISPATCH_SWALLOW;
+    }
+    return DISPATCH_DONE;
+}
