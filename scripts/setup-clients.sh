@@ -3,7 +3,9 @@
 #   Debian   memcached (memcached-tool), libmemcached-tools (memcdump,
 #            memcstat), php-cli + php-memcached, nutcracker (twemproxy), perl
 #   PyPI     pymemcache, python-memcached, pylibmc (for the python3 on PATH)
-#   npm      memcached@2.2.2            -> $CACHE/node/node_modules
+#   npm      memcached@2.2.2, memjs@1.3.2 -> $CACHE/node/node_modules
+#   cargo    tests/integration/clients/rustmc (the `memcache` crate 0.17.2)
+#            -> $CACHE/rust/target/release/rustmc
 #   Go       github.com/bradfitz/gomemcache (module cache $CACHE/go/mod),
 #            memcached_exporter v0.13.0 -> $CACHE/go/bin/memcached_exporter
 # CACHE is $SLABCACHE_CLIENT_CACHE, default /var/cache/slabcache (the test
@@ -15,6 +17,7 @@ set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${SLABCACHE_CLIENT_CACHE:-/var/cache/slabcache}"
 NODE_PKG="memcached@2.2.2"
+MEMJS_PKG="memjs@1.3.2"
 EXPORTER_MOD="github.com/prometheus/memcached_exporter"
 EXPORTER_VER="v0.13.0"
 APT_PKGS="memcached libmemcached-tools php-cli php-memcached nutcracker perl"
@@ -109,6 +112,35 @@ elif command -v npm >/dev/null 2>&1; then
         || log "npm: could not install $NODE_PKG"
 fi
 [ -f "$CACHE/node/node_modules/memcached/package.json" ] || missing+=("npm:$NODE_PKG")
+if [ ! -f "$CACHE/node/node_modules/memjs/package.json" ] && command -v npm >/dev/null 2>&1; then
+    log "npm: installing $MEMJS_PKG into $CACHE/node"
+    mkdir -p "$CACHE/node" \
+        && timeout 300 npm install --prefix "$CACHE/node" --no-audit --no-fund \
+            --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+            --fetch-retry-maxtimeout=10000 --loglevel=error "$MEMJS_PKG" >/dev/null 2>&1 \
+        || log "npm: could not install $MEMJS_PKG"
+fi
+[ -f "$CACHE/node/node_modules/memjs/package.json" ] || missing+=("npm:$MEMJS_PKG")
+
+# ---------------------------------------------------------------- cargo
+# The Rust `memcache` crate (binary protocol by default): a small helper
+# built once into the cache. Debian's cargo is enough; rustup's is used
+# when it is on PATH already.
+CARGO="$(command -v cargo || true)"
+[ -z "$CARGO" ] && [ -x "$HOME/.cargo/bin/cargo" ] && CARGO="$HOME/.cargo/bin/cargo"
+if [ -z "$CARGO" ]; then
+    apt_install cargo && CARGO="$(command -v cargo || true)"
+fi
+rustmc="$CACHE/rust/target/release/rustmc"
+if [ -n "$CARGO" ] && [ ! -x "$rustmc" ]; then
+    log "cargo: building the memcache crate helper"
+    mkdir -p "$CACHE/rust" \
+        && CARGO_TARGET_DIR="$CACHE/rust/target" CARGO_HOME="${CARGO_HOME:-$CACHE/rust/home}" \
+            timeout 900 "$CARGO" build --release --locked --quiet \
+            --manifest-path "$root/tests/integration/clients/rustmc/Cargo.toml" >/dev/null 2>&1 \
+        || log "cargo: could not build the memcache crate helper"
+fi
+[ -x "$rustmc" ] || missing+=("cargo:memcache")
 command -v node >/dev/null 2>&1 || missing+=("node")
 
 # ---------------------------------------------------------------- Go

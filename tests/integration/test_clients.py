@@ -11,7 +11,10 @@ cannot hide a server bug.
     php-memcached getMulti + getAllKeys, node `memcached` getMulti + version,
     gomemcache GetMulti, memcached-tool dump/stats/display,
     libmemcached-tools memcdump/memcstat, prometheus memcached_exporter,
-    twemproxy (nutcracker) in front of three servers.
+    twemproxy (nutcracker) in front of three servers; over the binary
+    protocol: pylibmc and php-memcached with their binary option, PHP's
+    session handler (default ini), memjs, the Rust `memcache` crate's
+    default URL, memcflush/memccp/memccat --binary.
 
 A check is skipped (SkipCheck) only when its client or tool is not
 installed: `scripts/setup-clients.sh` installs them all. Everything must
@@ -386,6 +389,143 @@ def node_memcached_getmulti_version():
         eq(res["version"], "1.6.18", "node memcached version()")
         eq(res["_rc"], 0, "node helper exit code")
         raw_verify(srv.port, what="raw get after node memcached")
+
+
+# --------------------------------------------------------------------------
+# binary-protocol clients
+# --------------------------------------------------------------------------
+
+@test
+def pylibmc_binary_get_multi():
+    try:
+        import pylibmc
+    except ImportError:
+        raise SkipCheck("pylibmc not installed (%s)" % SETUP_HINT)
+    with Server(*SERVER_ARGS) as srv:
+        c = pylibmc.Client(["%s:%d" % (HOST, srv.port)], binary=True, behaviors={
+            "connect_timeout": 5000, "receive_timeout": 30000000,
+            "send_timeout": 30000000})
+        try:
+            failed = c.set_multi({KEYS[i]: VALUES[i] for i in range(N)})
+            eq(list(failed), [], "pylibmc binary set_multi failed keys")
+            got = c.get_multi(KEYS)
+            c.set("pylibmc:n", 5)
+            eq(c.incr("pylibmc:n", 3), 8, "pylibmc binary incr")
+            check(c.delete(KEYS[0]), "pylibmc binary delete")
+            eq(c.get(KEYS[0]), None, "deleted key")
+        finally:
+            c.disconnect_all()
+        compare(got, N, "pylibmc binary get_multi")
+
+
+@test
+def php_memcached_binary_getmulti():
+    php = which("php")
+    if not php:
+        raise SkipCheck("php-cli not installed (%s)" % SETUP_HINT)
+    rc, _, _ = run([php, "-r", 'exit(class_exists("Memcached") ? 0 : 3);'],
+                   timeout=20)
+    if rc != 0:
+        raise SkipCheck("php-memcached extension not installed (%s)"
+                        % SETUP_HINT)
+    with Server(*SERVER_ARGS) as srv:
+        res = run_json([php, os.path.join(HELPERS, "php_client.php"),
+                        str(srv.port), str(N), str(KEYLEN), "binary"],
+                       "php-memcached binary")
+        eq(res["errors"], [], "php-memcached binary errors")
+        eq(res["stored"], N, "php-memcached binary setMulti stored")
+        eq((res["returned"], res["bad"]), (N, 0),
+           "php-memcached binary getMulti (returned, wrong)")
+        raw_verify(srv.port, what="raw get after php-memcached binary")
+
+
+@test
+def php_session_handler_default_ini():
+    """PHP's memcached session handler as Debian ships it: binary protocol
+    and session locking (the lock is an add, released with a delete)."""
+    php = which("php")
+    if not php:
+        raise SkipCheck("php-cli not installed (%s)" % SETUP_HINT)
+    rc, _, _ = run([php, "-r", 'exit(class_exists("Memcached") ? 0 : 3);'],
+                   timeout=20)
+    if rc != 0:
+        raise SkipCheck("php-memcached extension not installed (%s)"
+                        % SETUP_HINT)
+    with Server(*SERVER_ARGS) as srv:
+        res = run_json([php, os.path.join(HELPERS, "php_session.php"),
+                        str(srv.port)], "php session handler")
+        eq(res["binary_protocol"], "1", "the ini's default is binary")
+        eq(res["errors"], [], "session warnings")
+        check(res["started"] and res["written"] and res["written2"],
+              "session start/write: %r" % res)
+        eq((res["n"], res["blob"]), (1, 1000), "session data read back")
+
+
+@test
+def memjs_binary_client():
+    node = which("node")
+    if not node:
+        raise SkipCheck("node not installed (%s)" % SETUP_HINT)
+    modules = os.path.join(CACHE, "node", "node_modules")
+    if not os.path.isfile(os.path.join(modules, "memjs", "package.json")):
+        raise SkipCheck("npm package memjs not in %s (%s)" % (modules, SETUP_HINT))
+    env = dict(os.environ, NODE_PATH=modules)
+    n = min(N, 2000)
+    with Server(*SERVER_ARGS) as srv:
+        res = run_json([node, os.path.join(HELPERS, "memjs_client.js"),
+                        str(srv.port), str(n)], "memjs", env=env)
+        eq(res.get("error"), None, "memjs error")
+        eq((res["set_failed"], res["get_wrong"]), (0, 0), "memjs set/get")
+        eq(res["incr"], [7, 12], "memjs increment (initial 7, then +5)")
+        eq((res["delete"], res["after_delete"]), (True, None), "memjs delete")
+        eq(res["version"], "1.6.18", "memjs stats version")
+        eq(res["after_flush"], None, "memjs flush")
+
+
+def rustmc_path():
+    return os.path.join(CACHE, "rust", "target", "release", "rustmc")
+
+
+@test
+def rust_memcache_default_url():
+    """The Rust `memcache` crate with its default URL (binary protocol)."""
+    exe = rustmc_path()
+    if not os.access(exe, os.X_OK):
+        raise SkipCheck("%s not built (cargo missing? %s)" % (exe, SETUP_HINT))
+    with Server(*SERVER_ARGS) as srv:
+        rc, so, se = run([exe, str(srv.port), str(min(N, 2000))], timeout=120,
+                         what="rust memcache")
+        fails = [l for l in so.splitlines() if not l.startswith("ok ")]
+        eq(fails, [], "rust memcache checks (stderr %r)" % se[-300:])
+        eq(rc, 0, "rust helper exit code")
+        check(len(so.splitlines()) == 7, "all seven checks ran: %r" % so)
+
+
+@test
+def libmemcached_tools_binary():
+    tools = {t: which(t) for t in ("memcflush", "memccp", "memccat")}
+    if not all(tools.values()):
+        raise SkipCheck("libmemcached-tools not installed (%s)" % SETUP_HINT)
+    with Server(*SERVER_ARGS) as srv, tempfile.TemporaryDirectory() as tmp:
+        servers = "--servers=%s:%d" % (HOST, srv.port)
+        path = os.path.join(tmp, "payload.bin")
+        with open(path, "wb") as f:
+            f.write(bytes(range(256)) * 40)
+        rc, so, se = run([tools["memccp"], "--binary", servers, path],
+                         timeout=20, what="memccp --binary")
+        eq(rc, 0, "memccp --binary exit (stderr %r)" % se[-200:])
+        with Client(srv.port) as c:
+            eq(c.get("payload.bin"), bytes(range(256)) * 40, "stored by memccp")
+        rc, so, se = run([tools["memccat"], "--binary", servers, "payload.bin"],
+                         timeout=20, what="memccat --binary")
+        eq(rc, 0, "memccat --binary exit (stderr %r)" % se[-200:])
+        check(len(so) > 0, "memccat --binary printed the value")
+        raw_store(srv.port, n=100)
+        rc, so, se = run([tools["memcflush"], "--binary", servers], timeout=20,
+                         what="memcflush --binary")
+        eq(rc, 0, "memcflush --binary exit (stderr %r)" % se[-200:])
+        with Client(srv.port) as c:
+            eq(len(c.get_multi(KEYS[:100])), 0, "memcflush --binary flushed")
 
 
 def go_tool():
