@@ -24,6 +24,10 @@ struct logger_watcher;
 struct outq;
 struct stats_thread;
 
+/* Values shorter than this are copied into the output queue; longer ones
+ * are queued by reference (the item stays pinned until sent). */
+#define DISPATCH_COPY_MAX 256
+
 typedef enum dispatch_result {
     DISPATCH_DONE,          /* response (if any) queued */
     DISPATCH_NEED_DATA,     /* read vlen+2 bytes into ctx->data, then

@@ -217,6 +217,7 @@ struct item_arith_meta {
     rel_time_t exptime;
     /* out, on ITEM_OK */
     uint64_t   cas_out;
+    rel_time_t exptime_before;  /* before T changed it */
     rel_time_t exptime_out;
     uint32_t   vlen_out;        /* the digits (memcached answers them alone) */
 };
@@ -275,8 +276,10 @@ struct item_meta_get {
     bool       recache;         /* R */
     rel_time_t recache_time;
     bool       key_binary;      /* b: a vivified item keeps its key binary */
+    bool       vivify_last;     /* N sent after T: a created item keeps N's TTL */
     /* out */
     bool       fetched;         /* read before */
+    rel_time_t exptime_before;  /* before T changed it */
     rel_time_t time;            /* last access (store or CLOCK rescue) */
     bool       token_sent;      /* a win was handed out before */
     bool       stale;

@@ -114,6 +114,7 @@ typedef enum proto_bin_status {
     PROTO_BIN_EINVAL = 0x04,
     PROTO_BIN_NOT_STORED = 0x05,
     PROTO_BIN_DELTA_BADVAL = 0x06,
+    PROTO_BIN_AUTH_ERROR = 0x20,
     PROTO_BIN_UNKNOWN_COMMAND = 0x81,
     PROTO_BIN_ENOMEM = 0x82,
 } proto_bin_status_t;
@@ -265,6 +266,7 @@ struct proto_meta_item {
     uint32_t    client_flags;   /* f */
     uint64_t    cas;            /* c */
     int64_t     ttl;            /* t: seconds left, -1 for never */
+    int64_t     ttl_before;     /* t sent before a T: as before this request */
     uint32_t    la;             /* l: seconds since last access */
     bool        fetched;        /* h: read before this request */
     bool        token_sent;     /* Z: a win was handed out before */
@@ -275,7 +277,8 @@ struct proto_meta_item {
 /*
  * A meta answer line: code ("VA", "HD", "EN", "NF", "NS", "EX", "MN"), then
  * for each flag of the request that is in echo (e.g. "Ok" on a miss,
- * "stcflhOk" for an mg hit) its value, in the order sent, then Z X W as
+ * "stcflhOk" for an mg hit) its value, in the order sent (a t sent before
+ * a T shows it->ttl_before, as memcached applies flags in order), then Z X W as
  * set in it (may be NULL when echo needs no item figure), then "\r\n".
  * "VA" is followed by it->vlen. Returns bytes written, 0 if cap is short.
  */
@@ -305,9 +308,9 @@ size_t proto_bin_compose(char *buf, size_t cap, uint8_t opcode, uint16_t status,
                          uint32_t opaque, uint64_t cas, const void *extras,
                          uint8_t extlen, const char *key, uint16_t keylen,
                          uint32_t body_extra);
-/* An error answer: header and memcached's text for the status. */
+/* An error answer: header and text (NULL: memcached's for the status). */
 size_t proto_bin_compose_error(char *buf, size_t cap, uint8_t opcode,
-                               uint16_t status, uint32_t opaque);
+                               uint16_t status, uint32_t opaque, const char *text);
 
 /* Bounded decimal parsers (no locale, no strtol): whole string must match. */
 bool proto_parse_u64(const char *s, size_t n, uint64_t *out);

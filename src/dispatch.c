@@ -23,7 +23,6 @@
 
 #define MEMLIMIT_MIN_MB 8
 #define MEMLIMIT_MAX_MB 1000000000  /* larger: bytes given for megabytes */
-#define DISPATCH_COPY_MAX 256   /* smaller values are copied, see reply_value */
 
 static dispatch_shutdown_fn shutdown_hook;
 

@@ -13,7 +13,9 @@
 #include "config.h"
 #include "dispatch.h"
 #include "item.h"
+#include "logger.h"
 #include "outq.h"
+#include "settings.h"
 #include "slab.h"
 #include "stats.h"
 
@@ -29,6 +31,9 @@ bin_answer(struct dispatch_ctx *d, const struct proto_req *req, uint16_t status,
                                  req->bin.opaque, cas, extras, extlen, key,
                                  keylen, vlen);
 
+    if (n == 0) {
+        return;                 /* cannot happen: BIN_LINE_MAX holds any */
+    }
     outq_add(d->out, buf, n);
     if (vlen > 0 && value != NULL) {
         outq_add(d->out, value, vlen);
@@ -36,12 +41,19 @@ bin_answer(struct dispatch_ctx *d, const struct proto_req *req, uint16_t status,
 }
 
 static void
-bin_error(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t status)
+bin_error_text(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque,
+               uint16_t status, const char *text)
 {
     char buf[BIN_LINE_MAX];
-    size_t n = proto_bin_compose_error(buf, sizeof(buf), opcode, status, opaque);
+    size_t n = proto_bin_compose_error(buf, sizeof(buf), opcode, status, opaque, text);
 
     outq_add(d->out, buf, n);
+}
+
+static void
+bin_error(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t status)
+{
+    bin_error_text(d, opcode, opaque, status, NULL);
 }
 
 static void
@@ -63,6 +75,16 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it = item_get(req->key, req->nkey, touch,
                                touch ? clock_exptime(req->exptime) : 0, &miss);
 
+    if (stats_detail_enabled()) {
+        stats_detail_record(req->key, req->nkey, STATS_DETAIL_GET, it != NULL);
+    }
+    if (logger_wants(LOGGER_FETCHERS)) {
+        logger_item_get(req->key, req->nkey, it != NULL ? LOGGER_GET_FOUND :
+                        miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
+                        miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
+                        LOGGER_GET_NOT_FOUND, it != NULL ? slab_cls_of(it) : 0,
+                        d->fd, it != NULL ? item_vlen(it) : 0);
+    }
     if (touch) {
         STATS_INCR(d->stats, cmd_touch);
     } else {
@@ -73,6 +95,11 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
             STATS_INCR(d->stats, touch_misses);
         } else {
             STATS_INCR(d->stats, get_misses);
+        }
+        if (miss == ITEM_MISS_EXPIRED) {
+            STATS_INCR(d->stats, get_expired);
+        } else if (miss == ITEM_MISS_FLUSHED) {
+            STATS_INCR(d->stats, get_flushed);
         }
         if (req->noreply) {
             return DISPATCH_DONE;
@@ -105,12 +132,33 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
         item_release(it);
         return DISPATCH_DONE;
     }
-    /* The value without its "\r\n". */
-    outq_add_ref(d->out, item_value(it), vlen, it);
+    /* The value without its "\r\n": copied when small (a pipeline of
+     * small hits then pins no items), else by reference. */
+    if (vlen < DISPATCH_COPY_MAX) {
+        outq_add(d->out, item_value(it), vlen);
+        item_release(it);
+    } else {
+        outq_add_ref(d->out, item_value(it), vlen, it);
+    }
     return DISPATCH_DONE;
 }
 
 /* --- set, add, replace, append, prepend -------------------------------------- */
+
+/* memcached's command name in `watch mutations` lines. */
+static const char *
+bin_cmd_name(proto_cmd_t cmd, uint64_t cas)
+{
+    switch (cmd) {
+    case PROTO_CMD_APPEND:  return "append";
+    case PROTO_CMD_PREPEND: return "prepend";
+    default:                break;
+    }
+    if (cas != 0) {
+        return "cas";
+    }
+    return cmd == PROTO_CMD_ADD ? "add" : cmd == PROTO_CMD_REPLACE ? "replace" : "set";
+}
 
 static dispatch_result_t
 bin_update(struct dispatch_ctx *d, const struct proto_req *req)
@@ -118,11 +166,23 @@ bin_update(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it;
 
     STATS_INCR(d->stats, cmd_set);
+    if (stats_detail_enabled()) {
+        stats_detail_record(req->key, req->nkey, STATS_DETAIL_SET, false);
+    }
     item_status_t st = item_alloc(req->key, req->nkey, req->flags,
                                   clock_exptime(req->exptime), req->vlen, &it);
     if (st != ITEM_OK) {
-        bin_error(d, req->bin.opcode, req->bin.opaque,
-                  st == ITEM_TOO_LARGE ? PROTO_BIN_E2BIG : PROTO_BIN_ENOMEM);
+        if (logger_wants(LOGGER_MUTATIONS)) {
+            logger_item_store(req->key, req->nkey, st == ITEM_TOO_LARGE ?
+                              LOGGER_STORE_TOO_LARGE : LOGGER_STORE_NO_MEMORY,
+                              bin_cmd_name(req->cmd, req->bin.cas), 0, 0, d->fd, 0);
+        }
+        if (st == ITEM_TOO_LARGE) {
+            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_E2BIG);
+        } else {
+            bin_error_text(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_ENOMEM,
+                           "Out of memory allocating item");
+        }
         if (st == ITEM_TOO_LARGE) {
             STATS_INCR(d->stats, store_too_large);
         } else {
@@ -204,6 +264,16 @@ dispatch_bin_data_done(struct dispatch_ctx *d)
             STATS_INCR(d->stats, cas_misses);
         }
     }
+    if (logger_wants(LOGGER_MUTATIONS)) {
+        rel_time_t now = clock_now();
+        logger_item_store(item_key(it), item_nkey(it),
+                          st == ITEM_OK ? LOGGER_STORE_STORED :
+                          st == ITEM_EXISTS ? LOGGER_STORE_EXISTS :
+                          st == ITEM_NOT_FOUND ? LOGGER_STORE_NOT_FOUND :
+                          LOGGER_STORE_NOT_STORED, bin_cmd_name(d->cmd, d->cas),
+                          it->exptime > now ? it->exptime - now : 0,
+                          slab_cls_of(it), d->fd, item_vlen(it));
+    }
     if (status != PROTO_BIN_OK) {
         bin_error(d, d->bin.opcode, d->bin.opaque, status);
     } else if (!d->noreply) {
@@ -222,6 +292,9 @@ bin_delete(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
 
+    if (stats_detail_enabled()) {
+        stats_detail_record(req->key, req->nkey, STATS_DETAIL_DELETE, false);
+    }
     dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_meta_delete(req->key, req->nkey, req->bin.cas != 0,
                                         req->bin.cas, false, false, 0, &cls);
@@ -233,7 +306,9 @@ bin_delete(struct dispatch_ctx *d, const struct proto_req *req)
         }
         return DISPATCH_DONE;
     }
-    STATS_INCR(d->stats, delete_misses);
+    if (st == ITEM_NOT_FOUND) {
+        STATS_INCR(d->stats, delete_misses);    /* a cas mismatch is none */
+    }
     bin_error(d, req->bin.opcode, req->bin.opaque,
               st == ITEM_EXISTS ? PROTO_BIN_KEY_EEXISTS : PROTO_BIN_KEY_ENOENT);
     return DISPATCH_DONE;
@@ -278,18 +353,15 @@ bin_arith(struct dispatch_ctx *d, const struct proto_req *req)
     dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_arith_meta(req->key, req->nkey, incr, req->delta, &value,
                                        &cls, &am);
-    if (st == ITEM_NOT_FOUND) {
+    if (st == ITEM_NOT_FOUND && req->bin.create) {
+        /* Not a miss in memcached's counters: the counter is created. */
+        st = bin_arith_create(req, &am.cas_out);
+        value = req->bin.initial;
+    } else if (st == ITEM_NOT_FOUND) {
         if (incr) {
             STATS_INCR(d->stats, incr_misses);
         } else {
             STATS_INCR(d->stats, decr_misses);
-        }
-        if (req->bin.create) {
-            st = bin_arith_create(req, &am.cas_out);
-            value = req->bin.initial;
-            if (st == ITEM_NOT_STORED) {
-                st = ITEM_NOT_FOUND;    /* raced with another store */
-            }
         }
     } else if (st == ITEM_OK) {
         if (incr) {
@@ -316,6 +388,9 @@ bin_arith(struct dispatch_ctx *d, const struct proto_req *req)
         break;
     case ITEM_NON_NUMERIC:
         bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_DELTA_BADVAL);
+        break;
+    case ITEM_NOT_STORED:               /* created by someone else meanwhile */
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_NOT_STORED);
         break;
     default:
         bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_ENOMEM);
@@ -409,7 +484,8 @@ bin_stat(struct dispatch_ctx *d, const struct proto_req *req)
         return DISPATCH_DONE;
     } else {
         stats_section_t section = stats_section(req->key, req->nkey);
-        if (section == STATS_UNKNOWN) {
+        /* memcached serves "conns" over ASCII only */
+        if (section == STATS_UNKNOWN || section == STATS_CONNS) {
             bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
             return DISPATCH_DONE;
         }
@@ -443,14 +519,19 @@ dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req)
     case PROTO_CMD_STATS:
         return bin_stat(d, req);
     case PROTO_CMD_VERSION: {
-        static const char version[] = "1.6.18";
+        static const char version[] = SC_PROTOCOL_VERSION;
         bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, version,
                    (uint32_t)strlen(version));
         return DISPATCH_DONE;
     }
     case PROTO_CMD_FLUSH_ALL:
+        /* -F: memcached answers "Auth failure.", even to FLUSHQ */
+        if (settings.flush_disabled) {
+            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_AUTH_ERROR);
+            return DISPATCH_DONE;
+        }
         STATS_INCR(d->stats, cmd_flush);
-        item_flush(req->has_arg ? (int64_t)(int32_t)req->arg : 0);
+        item_flush(req->has_arg ? req->arg : 0);
         if (!req->noreply) {
             bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
         }

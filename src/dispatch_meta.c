@@ -51,6 +51,23 @@ ttl_left(rel_time_t exptime)
     return exptime > now ? (int64_t)(exptime - now) : 0;
 }
 
+/* Whether flag a comes after flag b in the request (memcached applies
+ * flags in the order sent, so the later of N and T sets the TTL). */
+static bool
+flag_after(const struct proto_meta *m, char a, char b)
+{
+    const char *pa = NULL, *pb = NULL;
+
+    for (const char *p = m->flags; p < m->flags_end; p++) {
+        if ((p == m->flags || p[-1] == ' ') && *p == a) {
+            pa = p;
+        } else if ((p == m->flags || p[-1] == ' ') && *p == b) {
+            pb = p;
+        }
+    }
+    return pa != NULL && (pb == NULL || pa > pb);
+}
+
 /* --- mg ---------------------------------------------------------------------- */
 
 /* As memcached: an mg with T counts as a touch when it hits, as a get
@@ -91,6 +108,7 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
         .recache = proto_meta_has(m, 'R'),
         .recache_time = clock_exptime(m->recache_ttl),
         .key_binary = m->key_binary,
+        .vivify_last = flag_after(m, 'N', 'T'),
     };
     item_miss_t miss = ITEM_MISS_NONE;
     struct item *it = item_meta_get(req->key, req->nkey, &g, &miss);
@@ -121,6 +139,7 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
     mi.client_flags = it->flags;
     mi.cas = item_cas(it);
     mi.ttl = ttl_left(it->exptime);
+    mi.ttl_before = ttl_left(g.exptime_before);
     mi.la = clock_now() - g.time;
     mi.fetched = g.fetched;
     mi.token_sent = g.token_sent;
@@ -337,7 +356,9 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)m->initial);
     struct item *it;
 
-    rel_time_t exptime = clock_exptime(proto_meta_has(m, 'T') ? m->ttl : m->vivify_ttl);
+    /* The later of N and T sets the created counter's TTL. */
+    rel_time_t exptime = clock_exptime(flag_after(m, 'N', 'T') ? m->vivify_ttl :
+                                       proto_meta_has(m, 'T') ? m->ttl : m->vivify_ttl);
 
     if (item_alloc(req->key, req->nkey, 0, exptime, (uint32_t)n, &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
@@ -349,6 +370,7 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     if (st == ITEM_OK) {
         *value = m->initial;
         am->cas_out = sm.cas_out;
+        am->exptime_before = 0;         /* created without a TTL first */
         am->exptime_out = it->exptime;
     }
     item_release(it);
@@ -408,6 +430,7 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     mi.vlen = (uint32_t)n;
     mi.cas = am.cas_out;
     mi.ttl = ttl_left(am.exptime_out);
+    mi.ttl_before = ttl_left(am.exptime_before);
     meta_line(d, with_value ? "VA" : "HD", "ctOk", m, &mi);
     if (with_value) {
         outq_add(d->out, digits, (size_t)n);

@@ -132,7 +132,7 @@ bin_map(uint8_t op, uint8_t extlen, uint16_t keylen, uint32_t bodylen,
             return false;
         }
         req->flags = get32(ext);
-        req->exptime = (int32_t)get32(ext + 4);
+        req->exptime = get32(ext + 4);   /* unsigned, as memcached reads it */
         req->vlen = bodylen - keylen - 8;
         return true;
     case OP_GET:
@@ -151,7 +151,7 @@ bin_map(uint8_t op, uint8_t extlen, uint16_t keylen, uint32_t bodylen,
         }
         req->delta = get64(ext);
         req->bin.initial = get64(ext + 8);
-        req->exptime = (int32_t)get32(ext + 16);
+        req->exptime = get32(ext + 16);
         req->bin.create = get32(ext + 16) != 0xffffffffu;
         return true;
     case OP_APPEND:
@@ -171,7 +171,7 @@ bin_map(uint8_t op, uint8_t extlen, uint16_t keylen, uint32_t bodylen,
         if (extlen != 4 || keylen == 0) {
             return false;
         }
-        req->exptime = (int32_t)get32(ext);
+        req->exptime = get32(ext);
         return true;
     default:
         return false;
@@ -236,7 +236,8 @@ proto_bin_parse(const char *buf, size_t len, struct proto_req *req,
     uint8_t op = loud(req->bin.opcode, &req->bin.quiet);
     uint32_t rest = bodylen - keylen - extlen;
     if (!bin_known(op)) {
-        return bin_fail(req, PROTO_BIN_UNKNOWN_COMMAND, false, rest);
+        /* Dropping up to 2 GB is patience; more is garbage: close. */
+        return bin_fail(req, PROTO_BIN_UNKNOWN_COMMAND, rest > INT32_MAX, rest);
     }
     if (!bin_map(op, extlen, keylen, bodylen, h + PROTO_BIN_HDR_LEN, req)) {
         return bin_fail(req, PROTO_BIN_EINVAL, true, 0);
@@ -287,15 +288,18 @@ status_text(uint16_t status)
     case PROTO_BIN_E2BIG:           return "Too large.";
     case PROTO_BIN_DELTA_BADVAL:    return "Non-numeric server-side value for incr or decr";
     case PROTO_BIN_NOT_STORED:      return "Not stored.";
+    case PROTO_BIN_AUTH_ERROR:      return "Auth failure.";
     default:                        return "";
     }
 }
 
 size_t
 proto_bin_compose_error(char *buf, size_t cap, uint8_t opcode, uint16_t status,
-                        uint32_t opaque)
+                        uint32_t opaque, const char *text)
 {
-    const char *text = status_text(status);
+    if (text == NULL) {
+        text = status_text(status);
+    }
     size_t tlen = strlen(text);
     size_t n = proto_bin_compose(buf, cap, opcode, status, opaque, 0, NULL, 0,
                                  NULL, 0, (uint32_t)tlen);

@@ -329,6 +329,7 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
 {
     struct mout o = { buf, buf + cap, true };
     const char *p = m->flags;
+    bool after_T = !proto_meta_has(m, 'T');    /* no T: t is the TTL now */
 
     put(&o, code, 2);
     if (strcmp(code, "VA") == 0) {
@@ -342,6 +343,9 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
         const char *s = p;
         while (p < m->flags_end && *p != ' ') {
             p++;
+        }
+        if (s != p && *s == 'T') {
+            after_T = true;
         }
         if (s == p || strchr(echo, *s) == NULL) {
             continue;
@@ -358,14 +362,16 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
             put_flag(&o, 's');
             put_u64(&o, it->vlen);
             break;
-        case 't':
+        case 't': {
+            int64_t ttl = after_T ? it->ttl : it->ttl_before;
             put_flag(&o, 't');
-            if (it->ttl < 0) {
+            if (ttl < 0) {
                 put(&o, "-1", 2);
             } else {
-                put_u64(&o, (uint64_t)it->ttl);
+                put_u64(&o, (uint64_t)ttl);
             }
             break;
+        }
         case 'c':
             put_flag(&o, 'c');
             put_u64(&o, it->cas);

@@ -1032,10 +1032,11 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
     if (it != NULL) {
         uint8_t f = item_iflags(it);
         m->fetched = (f & ITEM_FETCHED) != 0 && !m->created;
+        m->exptime_before = it->exptime;
         m->time = it->time;
         m->token_sent = (f & ITEM_TOKEN_SENT) != 0;
         m->stale = (f & ITEM_STALE) != 0;
-        if (m->touch) {
+        if (m->touch && !(m->created && m->vivify_last)) {
             item_set_exptime(it, m->exptime);
             note_ttl(slab_cls_of(it), m->exptime);
         }
@@ -1390,6 +1391,7 @@ arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
     if (m == NULL) {
         return;
     }
+    m->exptime_before = it->exptime;
     if (m->touch) {
         item_set_exptime(it, m->exptime);
         note_ttl(slab_cls_of(it), m->exptime);

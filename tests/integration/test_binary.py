@@ -91,13 +91,13 @@ def normalize_stats(packets):
             else p for p in packets]
 
 
-def compare(session, args=()):
+def compare(session, args=(), server_args=()):
     """Run the session (a list of request byte strings, one exchange each)
     against memcached and the server under test."""
     outs = []
     for binary in (REF, None):
         extra = ["-B", "binary"] if "binary" in args else []
-        with Server("-m", "64", *extra, binary=binary) as s:
+        with Server("-m", "64", *extra, *server_args, binary=binary) as s:
             sock = socket.create_connection((HOST, s.port), timeout=5)
             got = []
             for chunk in session:
@@ -274,6 +274,50 @@ def stat_groups():
                   "%r: memcached's names %r" % (group, set(strip(keys[0])) - set(strip(keys[1]))))
         else:
             eq(ours, keys[0], "stat %r keys" % group)
+
+
+@test
+def flush_refused_with_F():
+    compare([req("set", b"k", store_extras(), b"v"),
+             req("flush") + req("flushq") + req("get", b"k")], server_args=("-F",))
+
+
+@test
+def expirations_are_unsigned():
+    # 0x90000000 is an absolute time far in the future, not a negative TTL
+    far = struct.pack(">I", 0x90000000)
+    compare([req("set", b"k", store_extras(0, 0x90000000), b"v") + req("get", b"k"),
+             req("touch", b"k", far) + req("get", b"k"),
+             req("gat", b"k", far),
+             req("incr", b"n", incr_extras(1, 3, 0x90000000)) + req("get", b"n"),
+             req("flush", extras=far) + req("get", b"k")])
+
+
+@test
+def counters_after_binary_traffic():
+    session = (req("set", b"a", store_extras(), b"x") + req("get", b"a")
+               + req("get", b"nope") + req("getq", b"nope2")
+               + req("touch", b"a", struct.pack(">I", 10))
+               + req("set", b"a", store_extras(), b"y", cas=1)
+               + req("delete", b"a", cas=1) + req("delete", b"zz")
+               + req("incr", b"c", incr_extras(1, 0, 0xffffffff))
+               + req("incr", b"c", incr_extras(1, 0, 0))
+               + req("decr", b"c", incr_extras(1)) + req("flush") + req("get", b"a")
+               + req("noop"))
+    names = ("cmd_get", "get_hits", "get_misses", "get_flushed", "cmd_touch",
+             "touch_hits", "cas_badval", "cas_misses", "delete_hits",
+             "delete_misses", "incr_hits", "incr_misses", "decr_hits",
+             "decr_misses", "cmd_flush")
+    got = []
+    for binary in (REF, None):
+        with Server("-m", "64", binary=binary) as s:
+            sock = socket.create_connection((HOST, s.port), timeout=5)
+            sock.sendall(session)
+            read_packets(sock)
+            sock.close()
+            st = s.client().stats()
+            got.append({n: st[n] for n in names})
+    eq(got[1], got[0], "counters after the same binary traffic")
 
 
 @test

@@ -1342,7 +1342,7 @@ START_TEST(test_bin_compose) {
     ck_assert_uint_eq(u[16], 0x11);
     ck_assert_uint_eq(u[23], 0x88);
     ck_assert(memcmp(buf + 28, "key", 3) == 0);
-    n = proto_bin_compose_error(buf, sizeof(buf), 0x00, PROTO_BIN_KEY_ENOENT, 0);
+    n = proto_bin_compose_error(buf, sizeof(buf), 0x00, PROTO_BIN_KEY_ENOENT, 0, NULL);
     ck_assert_uint_eq(n, 24 + 9);
     ck_assert_uint_eq(u[7], 1);                 /* status */
     ck_assert(memcmp(buf + 24, "Not found", 9) == 0);
