@@ -46,7 +46,7 @@
     X(daemonize,       FLAG,  'd', "daemon",              false,       0,   0,           "run as a daemon") \
     X(pid_file,        STR,   'P', "pidfile",             NULL,        0,   0,           "write the process id to this file") \
     X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
-    X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "verbose (-v) or very verbose (-vv) logging") \
+    X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "log startup and shutdown lines (-v; -vv adds nothing more yet)") \
     X(extended,        STR,   'o', "extended",            NULL,        0,   0,           "comma separated extended options") \
     X(protocol,        STR,   'B', "protocol",            "auto",      0,   0,           "protocol: auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
     X(eviction,        STR,   0,   "eviction",            "lrc,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")

@@ -7,9 +7,9 @@
  * atomic flag per class, and a condition-variable signal only when the
  * flag goes up, so a busy class costs no syscall per set. The thread
  * sleeps on the condition variable when no class is flagged (no polling),
- * and refills a flagged class through the normal policy stack in batches:
- * an item-level policy frees up to `batch` items per class-lock hold, a
- * slab-level one a whole slab (under the same rule as inline eviction).
+ * and refills a flagged class through the item-level policies of the
+ * stack only (evict_run_items), up to `batch` items per class-lock hold:
+ * moving slabs between classes stays with inline eviction.
  */
 #include "evict.h"
 

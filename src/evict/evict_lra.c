@@ -2,8 +2,9 @@
  * evict_lra.c -- least recently accessed slab: the slab whose items were
  * read or written longest ago is the coldest memory in the cache, so it
  * is the one re-carved for the class that needs memory. A slab's access
- * time is moved at most once a second (slab_touch), so the bookkeeping
- * costs one relaxed load per request.
+ * time (milliseconds, from the kernel's coarse clock) is stored at most
+ * once per clock tick (slab_touch), so the bookkeeping costs one relaxed
+ * load per request and rarely a store.
  */
 #include "evict.h"
 #include "slab.h"

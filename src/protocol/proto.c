@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "num.h"
 #include "proto_int.h"
 
 #define MC_SPACE_SKIP 100 /* leading spaces memcached tolerates on long gets */
@@ -38,141 +39,35 @@ static const char ERR_DELETE[] =
 /* Numbers                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* isspace() in the C locale, without depending on the process locale. */
-static bool
-is_c_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
-           c == '\r';
-}
-
-/*
- * Accumulate decimal digits from s[*pos..n). Shared by the strict public
- * parsers and the memcached-compatible ones so overflow is detected once.
- * Returns false on overflow; *ndigits tells whether anything was read.
- */
-static bool
-scan_digits(const char *s, size_t n, size_t *pos, uint64_t *out,
-            size_t *ndigits)
-{
-    uint64_t v = 0;
-    size_t i = *pos;
-
-    while (i < n && s[i] >= '0' && s[i] <= '9') {
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return false;
-        v = v * 10 + d;
-        i++;
-    }
-    *ndigits = i - *pos;
-    *pos = i;
-    *out = v;
-    return true;
-}
-
+/* memcached's number parsers on one token (util/num.c does the work). */
 bool
 proto_parse_u64(const char *s, size_t n, uint64_t *out)
 {
-    size_t pos = 0, nd;
-    uint64_t v;
-
-    if (!scan_digits(s, n, &pos, &v, &nd) || nd == 0 || pos != n)
-        return false;
-    *out = v;
-    return true;
+    return num_parse_u64(s, n, out);
 }
 
 bool
 proto_parse_i64(const char *s, size_t n, int64_t *out)
 {
-    bool neg = n > 0 && s[0] == '-';
-    uint64_t mag;
-
-    if (!proto_parse_u64(s + neg, n - neg, &mag))
-        return false;
-    if (neg) {
-        if (mag > (uint64_t)INT64_MAX + 1)
-            return false;
-        /* Negate in unsigned space: -(INT64_MIN) does not fit in int64_t. */
-        *out = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
-    } else {
-        if (mag > (uint64_t)INT64_MAX)
-            return false;
-        *out = (int64_t)mag;
-    }
-    return true;
+    return num_parse_i64(s, n, out);
 }
 
-/*
- * The shape strtol()/strtoul() accept inside memcached's safe_strto*():
- * leading whitespace, an optional sign, at least one digit, then either the
- * end of the token or whitespace (after which anything is ignored).
- */
-static bool
-mc_scan(struct tok t, uint64_t *mag, bool *neg)
-{
-    size_t pos = 0, nd;
-
-    while (pos < t.n && is_c_space(t.p[pos]))
-        pos++;
-    *neg = false;
-    if (pos < t.n && (t.p[pos] == '+' || t.p[pos] == '-'))
-        *neg = t.p[pos++] == '-';
-    if (!scan_digits(t.p, t.n, &pos, mag, &nd) || nd == 0)
-        return false;               /* ERANGE, or no digits at all */
-    return pos == t.n || is_c_space(t.p[pos]);
-}
-
-/* memcached's safe_strtoull(): strtoull() wraps "-N"; reject if it shows. */
 bool
 proto_mc_strtoull(struct tok t, uint64_t *out)
 {
-    uint64_t mag, v;
-    bool neg;
-
-    if (!mc_scan(t, &mag, &neg))
-        return false;
-    v = neg ? 0 - mag : mag;
-    if (neg && (v >> 63))
-        return false;
-    *out = v;
-    return true;
+    return num_mc_strtoull(t.p, t.n, out);
 }
 
-/* safe_strtoul(): the same 64-bit check, then silently cut to 32 bits. */
 bool
 proto_mc_strtoul(struct tok t, uint32_t *out)
 {
-    uint64_t v;
-
-    if (!proto_mc_strtoull(t, &v))
-        return false;
-    *out = (uint32_t)v;
-    return true;
+    return num_mc_strtoul(t.p, t.n, out);
 }
 
-/* Two's complement narrowing without implementation-defined conversions. */
-static int32_t
-to_int32(uint64_t v)
-{
-    uint32_t u = (uint32_t)v;
-    return u <= INT32_MAX ? (int32_t)u : -(int32_t)(UINT32_MAX - u) - 1;
-}
-
-/* safe_strtol(): range checked as a 64-bit long, then cut to int32_t. */
 bool
 proto_mc_strtol(struct tok t, int32_t *out)
 {
-    uint64_t mag;
-    bool neg;
-
-    if (!mc_scan(t, &mag, &neg))
-        return false;
-    if (mag > (uint64_t)INT64_MAX + neg)
-        return false;
-    *out = to_int32(neg ? 0 - mag : mag);
-    return true;
+    return num_mc_strtol(t.p, t.n, out);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -25,6 +25,7 @@
 #include "assoc.h"
 #include "evict.h"
 #include "hash.h"
+#include "num.h"
 #include "slab.h"
 
 #define ALLOC_TRIES       8     /* evict/alloc rounds before giving up */
@@ -1296,50 +1297,6 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
     return st;
 }
 
-/*
- * memcached's safe_strtoull over a value that ends in "\r\n": leading
- * space and a sign are allowed, the digits must end at white space, and a
- * '-' is only accepted when the result is zero.
- */
-static bool
-parse_counter(const char *p, const char *end, uint64_t *out)
-{
-    uint64_t v = 0;
-    bool neg = false;
-    const char *digits;
-
-    while (p < end && (*p == ' ' || (*p >= '\t' && *p <= '\r'))) {
-        p++;
-    }
-    if (p < end && (*p == '+' || *p == '-')) {
-        neg = *p == '-';
-        p++;
-    }
-    digits = p;
-    while (p < end && *p >= '0' && *p <= '9') {
-        uint64_t d = (uint64_t)(*p - '0');
-        if (v > (UINT64_MAX - d) / 10) {
-            return false;
-        }
-        v = v * 10 + d;
-        p++;
-    }
-    if (p == digits || p == end) {
-        return false;
-    }
-    if (!(*p == ' ' || (*p >= '\t' && *p <= '\r'))) {
-        return false;
-    }
-    if (neg) {
-        v = (uint64_t)0 - v;
-        if ((int64_t)v < 0) {
-            return false;
-        }
-    }
-    *out = v;
-    return true;
-}
-
 /* Under the lock: read the counter, apply the delta, format the result. */
 static item_status_t
 arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
@@ -1348,7 +1305,9 @@ arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
     uint64_t value;
     char *val = item_value(it);
 
-    if (it->nbytes <= 2 || !parse_counter(val, val + it->nbytes, &value)) {
+    /* The value ends in "\r\n", so the digits always end at white space,
+     * as memcached's safe_strtoull() requires. */
+    if (it->nbytes <= 2 || !num_mc_strtoull(val, it->nbytes, &value)) {
         return ITEM_NON_NUMERIC;
     }
     if (incr) {
