@@ -305,7 +305,7 @@ void          item_flush(int64_t delay);
  * hand last passed a second chance. With evict_live false only expired
  * or flushed items are reclaimed. Returns the chunks freed into the class.
  */
-uint32_t      item_lru_pull_tail(uint8_t cls, bool evict_live, uint32_t max);
+uint32_t      item_clock_pull(uint8_t cls, bool evict_live, uint32_t max);
 
 typedef enum item_slab_status {
     ITEM_SLAB_OK,       /* emptied and re-carved for the target class */

@@ -8,7 +8,7 @@
 static evict_rstatus_t
 lru_evict(struct evict_req *req)
 {
-    req->freed = item_lru_pull_tail(req->cls, true, req->batch);
+    req->freed = item_clock_pull(req->cls, true, req->batch);
     return req->freed > 0 ? EVICT_OK : EVICT_FAIL;
 }
 

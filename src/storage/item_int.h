@@ -1,0 +1,92 @@
+/*
+ * item_int.h -- what the files of the item module share; private to
+ * src/storage. item.c: references, linking, lookups, flush, stats;
+ * item_clock.c: allocation and the per-class CLOCK; item_slab.c: emptying
+ * a slab for another class and walking items (crawler, key dumps);
+ * item_store.c: set/add/replace/cas, append/prepend and arithmetic.
+ */
+#ifndef SC_ITEM_INT_H
+#define SC_ITEM_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "item.h"
+#include "slab.h"
+
+/*
+ * Per-class counters. number/bytes/total_items change on every link and
+ * unlink, so they are atomics (no class lock on the store path); the
+ * eviction counters are written under the class lock.
+ */
+struct item_class_state {
+    _Atomic uint64_t number;
+    _Atomic uint64_t bytes;
+    _Atomic uint64_t total_items;
+    uint64_t     evicted;
+    uint64_t     evicted_nonzero;
+    uint64_t     evicted_time;
+    uint64_t     evicted_unfetched;
+    uint64_t     reclaimed;
+    uint64_t     expired_unfetched;
+    uint64_t     outofmemory;
+    uint64_t     evicted_by_slab;
+    uint64_t     slab_rescues;      /* items moved out of a slab being emptied */
+    _Atomic bool ttl_seen;          /* an item with an exptime was stored */
+    _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
+    _Atomic uint64_t crawler_items_checked;
+};
+
+extern struct item_class_state       item_classes[SLAB_CLASS_MAX + 1];
+extern _Atomic item_evict_hook_fn    item_evict_hook;
+extern bool                          item_cas_enabled;
+extern _Atomic uint64_t              item_cas_seq;
+extern _Atomic bool                  item_slab_rescue_on;
+extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
+extern _Atomic uint64_t              item_oldest_cas;
+
+static inline size_t
+item_ntotal(struct item *it)
+{
+    return offsetof(struct item, data) + item_nkey(it) + it->nbytes;
+}
+
+static inline struct item_class_state *
+class_state_of(const struct item *it)
+{
+    return &item_classes[slab_cls_of(it)];
+}
+
+/* exptime of a linked item: written under its partition lock, read by
+ * the CLOCK's dead-item hint without it (clock_maybe_dead). */
+static inline void
+item_set_exptime(struct item *it, rel_time_t exptime)
+{
+    __atomic_store_n(&it->exptime, exptime, __ATOMIC_RELAXED);
+}
+
+uint32_t      item_hash(struct item *it);
+bool          item_is_dead(struct item *it, rel_time_t now);
+void          item_report_cls(const struct item *it, uint8_t *cls);
+
+/* Partition lock held (item.c). */
+void          do_item_link(struct item *it, uint32_t hv);
+void          do_item_unlink_nofree(struct item *it, uint32_t hv);
+void          do_item_unlink(struct item *it, uint32_t hv);
+void          do_item_replace(struct item *old, struct item *it, uint32_t hv);
+struct item  *do_item_find(const char *key, size_t nkey, uint32_t hv);
+void          do_item_bump(struct item *it);
+
+/* item_clock.c */
+void          item_note_ttl(uint8_t cls, rel_time_t exptime);
+struct item  *item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
+                                rel_time_t exptime, uint32_t vlen);
+/* Both locks held: unlink, count as reclaimed (dead) or evicted (live). */
+void          class_drop_locked(struct item_class_state *l, struct item *it,
+                                uint32_t hv, bool dead, rel_time_t now);
+/* Class lock held: the sweep; chunks freed into the class. */
+uint32_t      item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now);
+
+#endif

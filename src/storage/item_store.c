@@ -1,0 +1,363 @@
+/*
+ * item_store.c -- memcached's storage commands on items: set, add,
+ * replace and cas (with the meta protocol's compare and stale rules),
+ * append/prepend and incr/decr, including rebuilding an item that grows
+ * while readers may still hold the old one.
+ */
+#include "item.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "assoc.h"
+#include "hash.h"
+#include "item_int.h"
+#include "num.h"
+#include "slab.h"
+
+
+/* --- storage commands ----------------------------------------------------------- */
+
+/*
+ * Operations that build a new item from a stored one (append, prepend,
+ * incr past the old length) must not evict under the partition lock:
+ * emptying a slab needs partition locks, perhaps this one. So the new item
+ * is first taken from a free chunk under the lock (item_alloc_nowait): no
+ * window, so concurrent appends to one key all land. Only when that finds
+ * nothing: pin the stored item (a reference keeps its bytes and address),
+ * unlock, allocate with eviction, re-lock, and replace only if the pinned
+ * item is still the one linked under the key; otherwise start over. A
+ * failed round frees its chunk, which the next round's locked attempt can
+ * take, so running out of rounds means memory is contended, not that the
+ * key is gone: it is reported as a failed allocation (which the client
+ * sees as NOT_STORED, memcached's answer when an append cannot allocate).
+ */
+#define REBUILD_TRIES 8
+
+static struct item *
+pin_locked(struct item *it)
+{
+    atomic_fetch_add(&it->refs, 1);
+    return it;
+}
+
+/* Under the lock again: is old still what the key maps to? */
+static bool
+still_linked(struct item *old, uint32_t hv)
+{
+    return (item_iflags(old) & ITEM_LINKED) &&
+           assoc_find(item_key(old), item_nkey(old), hv) == old;
+}
+
+/* joined's value = old's and it's, in order. */
+static void
+concat_fill(struct item *joined, struct item *old, struct item *it, bool append)
+{
+    uint32_t ovlen = item_vlen(old), nvlen = item_vlen(it);
+    char *dst = item_value(joined);
+
+    if (append) {
+        memcpy(dst, item_value(old), ovlen);
+        memcpy(dst + ovlen, item_value(it), nvlen + 2);
+    } else {
+        memcpy(dst, item_value(it), nvlen);
+        memcpy(dst + nvlen, item_value(old), ovlen + 2);
+    }
+    item_iflags_set(joined, item_iflags(old) & ITEM_KEY_BINARY);
+}
+
+/* Under the lock: touch/gat change these in place, so copy them last. */
+static void
+concat_link(struct item *joined, struct item *old, uint32_t hv)
+{
+    joined->exptime = old->exptime;
+    joined->flags = old->flags;
+    do_item_replace(old, joined, hv);
+}
+
+/* append/prepend: a new item holding old and new values joined. */
+static item_status_t
+item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out)
+{
+    uint32_t hv = item_hash(it), nvlen = item_vlen(it);
+    const char *key = item_key(it);
+    uint8_t nkey = item_nkey(it);
+
+    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
+        assoc_lock(hv);
+        struct item *old = do_item_find(key, nkey, hv);
+        if (old == NULL) {
+            assoc_unlock(hv);
+            return ITEM_NOT_STORED;
+        }
+        if (cas_in != 0 && item_cas(old) != cas_in) {
+            assoc_unlock(hv);
+            return ITEM_EXISTS;
+        }
+        uint32_t ovlen = item_vlen(old);
+        if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
+            assoc_unlock(hv);
+            return ITEM_TOO_LARGE;
+        }
+        struct item *joined = item_alloc_nowait(key, nkey, old->flags,
+                                                old->exptime, ovlen + nvlen);
+        if (joined != NULL) {
+            concat_fill(joined, old, it, append);
+            concat_link(joined, old, hv);
+            *cas_out = item_cas(joined);
+            assoc_unlock(hv);
+            item_release(joined);
+            return ITEM_OK;
+        }
+        pin_locked(old);
+        assoc_unlock(hv);
+
+        item_status_t st = item_alloc(key, nkey, old->flags, old->exptime,
+                                      ovlen + nvlen, &joined);
+        if (st != ITEM_OK) {
+            item_release(old);
+            return st;
+        }
+        concat_fill(joined, old, it, append);
+        assoc_lock(hv);
+        bool same = still_linked(old, hv) &&
+                    (cas_in == 0 || item_cas(old) == cas_in);
+        if (same) {
+            concat_link(joined, old, hv);
+            *cas_out = item_cas(joined);
+        }
+        assoc_unlock(hv);
+        item_release(joined);
+        item_release(old);
+        if (same) {
+            return ITEM_OK;
+        }
+    }
+    return ITEM_NO_MEMORY;
+}
+
+item_status_t
+item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
+{
+    struct item_store_meta m = { .has_cas = op == ITEM_OP_CAS,
+                                 .cas = op == ITEM_OP_CAS ? cas_in : 0 };
+
+    return item_store_meta(it, op, &m);
+}
+
+/* ms I: the cas was older than the item's; store anyway, marked stale,
+ * with the item's TTL and any win already handed out for it. */
+static bool
+store_stale_ok(struct item *it, struct item *old, const struct item_store_meta *m)
+{
+    if (!m->stale_ok || m->cas == 0 || m->cas >= item_cas(old)) {
+        return false;
+    }
+    it->exptime = old->exptime;
+    item_iflags_set(it, ITEM_STALE | (item_iflags(old) & ITEM_TOKEN_SENT));
+    return true;
+}
+
+item_status_t
+item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
+{
+    uint32_t hv = item_hash(it);
+    item_status_t st = ITEM_NOT_STORED;
+
+    m->cas_out = 0;
+    if (m->key_binary) {
+        item_iflags_set(it, ITEM_KEY_BINARY);
+    }
+    if (op == ITEM_OP_APPEND || op == ITEM_OP_PREPEND) {
+        return item_concat(it, op == ITEM_OP_APPEND, m->cas, &m->cas_out);
+    }
+    /* A compared set or replace is a cas, as in memcached's mset. */
+    if (m->has_cas && (op == ITEM_OP_SET || op == ITEM_OP_REPLACE)) {
+        op = ITEM_OP_CAS;
+    }
+
+    assoc_lock(hv);
+    struct item *old = do_item_find(item_key(it), item_nkey(it), hv);
+    switch (op) {
+    case ITEM_OP_SET:
+        if (old != NULL) {
+            do_item_replace(old, it, hv);
+        } else {
+            do_item_link(it, hv);
+        }
+        st = ITEM_OK;
+        break;
+    case ITEM_OP_ADD:
+        if (old == NULL) {
+            do_item_link(it, hv);
+            st = ITEM_OK;
+        } else {
+            item_iflags_set(old, ITEM_ACTIVE);  /* memcached bumps on a failed add */
+        }
+        break;
+    case ITEM_OP_REPLACE:
+        if (old != NULL) {
+            do_item_replace(old, it, hv);
+            st = ITEM_OK;
+        }
+        break;
+    case ITEM_OP_APPEND:
+    case ITEM_OP_PREPEND:
+        break;                  /* handled by item_concat(), unlocked */
+    case ITEM_OP_CAS:
+        if (old == NULL) {
+            st = ITEM_NOT_FOUND;
+        } else if ((m->cas != 0 && item_cas(old) == m->cas) ||
+                   store_stale_ok(it, old, m)) {
+            do_item_replace(old, it, hv);
+            st = ITEM_OK;
+        } else {
+            st = ITEM_EXISTS;
+        }
+        break;
+    }
+    if (st == ITEM_OK) {
+        m->cas_out = item_cas(it);
+    }
+    assoc_unlock(hv);
+    return st;
+}
+
+/* Under the lock: read the counter, apply the delta, format the result. */
+static item_status_t
+arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
+              char *buf, uint32_t *len)
+{
+    uint64_t value;
+    char *val = item_value(it);
+
+    /* The value ends in "\r\n", so the digits always end at white space,
+     * as memcached's safe_strtoull() requires. */
+    if (it->nbytes <= 2 || !num_mc_strtoull(val, it->nbytes, &value)) {
+        return ITEM_NON_NUMERIC;
+    }
+    if (incr) {
+        value += delta;
+    } else {
+        value = delta > value ? 0 : value - delta;
+    }
+    *result = value;
+    *len = (uint32_t)snprintf(buf, 24, "%llu", (unsigned long long)value);
+    return ITEM_OK;
+}
+
+static void
+write_counter(struct item *it, const char *buf, uint32_t len)
+{
+    uint32_t vlen = item_vlen(it);
+
+    memcpy(item_value(it), buf, len);
+    memset(item_value(it) + len, ' ', vlen - len);
+    memcpy(item_value(it) + vlen, "\r\n", 2);
+}
+
+/*
+ * memcached keeps the value's length when the number shrinks, padding with
+ * spaces, and writes in place when nobody else holds the item. Same bytes
+ * here; when a reader still holds it (e.g. a pipelined get not yet sent),
+ * or the number grew, a new item is built (see REBUILD_TRIES above).
+ */
+item_status_t
+item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
+           uint64_t *result, uint8_t *cls)
+{
+    return item_arith_meta(key, nkey, incr, delta, result, cls, NULL);
+}
+
+/* ma's extras on the item now holding the counter; partition lock held. */
+static void
+arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
+{
+    if (m == NULL) {
+        return;
+    }
+    m->exptime_before = it->exptime;
+    if (m->touch) {
+        item_set_exptime(it, m->exptime);
+        item_note_ttl(slab_cls_of(it), m->exptime);
+    }
+    m->cas_out = item_cas(it);
+    m->exptime_out = it->exptime;
+    m->vlen_out = len;
+}
+
+item_status_t
+item_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
+                uint64_t *result, uint8_t *cls, struct item_arith_meta *m)
+{
+    uint32_t hv = hash_key(key, nkey);
+    char buf[24];
+    uint32_t len;
+
+    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
+        assoc_lock(hv);
+        struct item *it = do_item_find(key, nkey, hv);
+        if (it == NULL) {
+            assoc_unlock(hv);
+            return ITEM_NOT_FOUND;
+        }
+        if (m != NULL && m->cas != 0 && item_cas(it) != m->cas) {
+            assoc_unlock(hv);
+            return ITEM_EXISTS;
+        }
+        item_status_t st = arith_compute(it, incr, delta, result, buf, &len);
+        if (st != ITEM_OK) {
+            assoc_unlock(hv);
+            return st;
+        }
+        item_report_cls(it, cls);
+        uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
+        if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
+            write_counter(it, buf, len);
+            item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
+            do_item_bump(it);
+            arith_meta_done(it, m, len);
+            assoc_unlock(hv);
+            return ITEM_OK;
+        }
+        struct item *nit = item_alloc_nowait(key, nkey, it->flags, it->exptime, vlen);
+        if (nit != NULL) {
+            write_counter(nit, buf, len);
+            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
+            do_item_replace(it, nit, hv);
+            arith_meta_done(nit, m, len);
+            assoc_unlock(hv);
+            item_release(nit);
+            return ITEM_OK;
+        }
+        pin_locked(it);
+        assoc_unlock(hv);
+
+        st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &nit);
+        if (st != ITEM_OK) {
+            item_release(it);
+            return st;
+        }
+        assoc_lock(hv);
+        bool same = still_linked(it, hv) &&
+                    (m == NULL || m->cas == 0 || item_cas(it) == m->cas);
+        if (same) {
+            /* Pinned, so its value is unchanged: recompute to format into
+             * the new item. touch/gat may have moved exptime meanwhile. */
+            arith_compute(it, incr, delta, result, buf, &len);
+            write_counter(nit, buf, len);
+            nit->exptime = it->exptime;
+            nit->flags = it->flags;
+            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
+            do_item_replace(it, nit, hv);
+            arith_meta_done(nit, m, len);
+        }
+        assoc_unlock(hv);
+        item_release(nit);
+        item_release(it);
+        if (same) {
+            return ITEM_OK;
+        }
+    }
+    return ITEM_NO_MEMORY;
+}
