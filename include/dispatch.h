@@ -142,7 +142,19 @@ dispatch_result_t dispatch_dump_more(struct dispatch_ctx *d);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
 
-/* Shared by dispatch.c and dispatch_meta.c. */
+/* Shared by dispatch.c, dispatch_meta.c and dispatch_bin.c. */
+/* A key lookup's stats detail record and `watch fetchers` line. */
+void dispatch_note_fetch(struct dispatch_ctx *d, const char *key, size_t nkey,
+                         struct item *it, item_miss_t miss);
+/* Its counters: cmd_get if count_get, cmd_touch and the touch hit/miss
+ * counters if touch (else get's), get_expired/get_flushed on a miss. */
+void dispatch_count_fetch(struct dispatch_ctx *d, struct item *it, item_miss_t miss,
+                          bool count_get, bool touch);
+/* cas_hits/cas_badval (global and per class) or cas_misses, by st. */
+void dispatch_count_cas(struct dispatch_ctx *d, item_status_t st, uint8_t cls);
+/* incr_hits/decr_hits (global and per class) or the misses, by st. */
+void dispatch_count_arith(struct dispatch_ctx *d, bool incr, item_status_t st,
+                          uint8_t cls);
 void dispatch_log_lookup(struct dispatch_ctx *d, const char *key, size_t nkey);
 /* The value bytes (with "\r\n") of an item we hold a reference to; the
  * reference passes to the output queue. */

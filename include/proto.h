@@ -308,6 +308,9 @@ size_t proto_bin_compose(char *buf, size_t cap, uint8_t opcode, uint16_t status,
                          uint32_t opaque, uint64_t cas, const void *extras,
                          uint8_t extlen, const char *key, uint16_t keylen,
                          uint32_t body_extra);
+/* Big-endian stores for binary answers' extras and values. */
+void proto_bin_put32(unsigned char *p, uint32_t v);
+void proto_bin_put64(unsigned char *p, uint64_t v);
 /* An error answer: header and text (NULL: memcached's for the status). */
 size_t proto_bin_compose_error(char *buf, size_t cap, uint8_t opcode,
                                uint16_t status, uint32_t opaque, const char *text);

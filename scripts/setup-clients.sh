@@ -101,26 +101,20 @@ mkdir -p "$CACHE" 2>/dev/null || $SUDO mkdir -p "$CACHE" 2>/dev/null \
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     apt_install nodejs npm
 fi
-if [ -f "$CACHE/node/node_modules/memcached/package.json" ]; then
-    :
-elif command -v npm >/dev/null 2>&1; then
-    log "npm: installing $NODE_PKG into $CACHE/node"
-    mkdir -p "$CACHE/node" \
-        && timeout 300 npm install --prefix "$CACHE/node" --no-audit --no-fund \
-            --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-            --fetch-retry-maxtimeout=10000 --loglevel=error "$NODE_PKG" >/dev/null 2>&1 \
-        || log "npm: could not install $NODE_PKG"
-fi
-[ -f "$CACHE/node/node_modules/memcached/package.json" ] || missing+=("npm:$NODE_PKG")
-if [ ! -f "$CACHE/node/node_modules/memjs/package.json" ] && command -v npm >/dev/null 2>&1; then
-    log "npm: installing $MEMJS_PKG into $CACHE/node"
-    mkdir -p "$CACHE/node" \
-        && timeout 300 npm install --prefix "$CACHE/node" --no-audit --no-fund \
-            --fetch-retries=1 --fetch-retry-mintimeout=2000 \
-            --fetch-retry-maxtimeout=10000 --loglevel=error "$MEMJS_PKG" >/dev/null 2>&1 \
-        || log "npm: could not install $MEMJS_PKG"
-fi
-[ -f "$CACHE/node/node_modules/memjs/package.json" ] || missing+=("npm:$MEMJS_PKG")
+npm_install() {  # npm_install NAME@VERSION: into $CACHE/node unless there
+    local pkg="$1" name="${1%@*}"
+    if [ ! -f "$CACHE/node/node_modules/$name/package.json" ] && command -v npm >/dev/null 2>&1; then
+        log "npm: installing $pkg into $CACHE/node"
+        mkdir -p "$CACHE/node" \
+            && timeout 300 npm install --prefix "$CACHE/node" --no-audit --no-fund \
+                --fetch-retries=1 --fetch-retry-mintimeout=2000 \
+                --fetch-retry-maxtimeout=10000 --loglevel=error "$pkg" >/dev/null 2>&1 \
+            || log "npm: could not install $pkg"
+    fi
+    [ -f "$CACHE/node/node_modules/$name/package.json" ] || missing+=("npm:$pkg")
+}
+npm_install "$NODE_PKG"
+npm_install "$MEMJS_PKG"
 
 # ---------------------------------------------------------------- cargo
 # The Rust `memcache` crate (binary protocol by default): a small helper

@@ -167,14 +167,32 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
     item_miss_t miss;
     struct item *it = item_get(key, nkey, touch, exptime, &miss);
 
+    dispatch_note_fetch(d, key, nkey, it, miss);
+    dispatch_count_fetch(d, it, miss, true, touch);
+    if (it != NULL) {
+        reply_value(d, it, with_cas);
+    }
+}
+
+void
+dispatch_note_fetch(struct dispatch_ctx *d, const char *key, size_t nkey,
+                    struct item *it, item_miss_t miss)
+{
     if (stats_detail_enabled()) {
         stats_detail_record(key, nkey, STATS_DETAIL_GET, it != NULL);
     }
     if (logger_wants(LOGGER_FETCHERS)) {
         log_get(d, key, nkey, it, miss);
     }
+}
 
-    STATS_INCR(d->stats, cmd_get);
+void
+dispatch_count_fetch(struct dispatch_ctx *d, struct item *it, item_miss_t miss,
+                     bool count_get, bool touch)
+{
+    if (count_get) {
+        STATS_INCR(d->stats, cmd_get);
+    }
     if (touch) {
         STATS_INCR(d->stats, cmd_touch);
     }
@@ -186,7 +204,6 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
             STATS_INCR(d->stats, get_hits);
             STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
         }
-        reply_value(d, it, with_cas);
         return;
     }
     if (touch) {
@@ -198,6 +215,20 @@ get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
         STATS_INCR(d->stats, get_expired);
     } else if (miss == ITEM_MISS_FLUSHED) {
         STATS_INCR(d->stats, get_flushed);
+    }
+}
+
+void
+dispatch_count_cas(struct dispatch_ctx *d, item_status_t st, uint8_t cls)
+{
+    if (st == ITEM_OK) {
+        STATS_INCR(d->stats, cas_hits);
+        STATS_CLASS_INCR(d->stats, cls, cas_hits);
+    } else if (st == ITEM_EXISTS) {
+        STATS_INCR(d->stats, cas_badval);
+        STATS_CLASS_INCR(d->stats, cls, cas_badval);
+    } else if (st == ITEM_NOT_FOUND) {
+        STATS_INCR(d->stats, cas_misses);
     }
 }
 
@@ -365,15 +396,7 @@ dispatch_data_done(struct dispatch_ctx *d)
                               slab_cls_of(it), d->fd, item_vlen(it));
         }
         if (d->cmd == PROTO_CMD_CAS) {
-            if (st == ITEM_OK) {
-                STATS_INCR(d->stats, cas_hits);
-                STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_hits);
-            } else if (st == ITEM_EXISTS) {
-                STATS_INCR(d->stats, cas_badval);
-                STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_badval);
-            } else if (st == ITEM_NOT_FOUND) {
-                STATS_INCR(d->stats, cas_misses);
-            }
+            dispatch_count_cas(d, st, slab_cls_of(it));
         }
     }
     item_release(it);
@@ -391,16 +414,9 @@ dispatch_abort(struct dispatch_ctx *d)
     }
 }
 
-static dispatch_result_t
-do_arith(struct dispatch_ctx *d, const struct proto_req *req)
+void
+dispatch_count_arith(struct dispatch_ctx *d, bool incr, item_status_t st, uint8_t cls)
 {
-    bool incr = req->cmd == PROTO_CMD_INCR;
-    uint64_t value = 0;
-    uint8_t cls = 0;
-    dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value,
-                                  &cls);
-
     if (st == ITEM_NOT_FOUND) {
         if (incr) {
             STATS_INCR(d->stats, incr_misses);
@@ -416,6 +432,19 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
             STATS_CLASS_INCR(d->stats, cls, decr_hits);
         }
     }
+}
+
+static dispatch_result_t
+do_arith(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bool incr = req->cmd == PROTO_CMD_INCR;
+    uint64_t value = 0;
+    uint8_t cls = 0;
+    dispatch_log_lookup(d, req->key, req->nkey);
+    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value,
+                                  &cls);
+
+    dispatch_count_arith(d, incr, st, cls);
     if (req->noreply) {
         return DISPATCH_DONE;
     }

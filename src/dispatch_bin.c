@@ -56,14 +56,6 @@ bin_error(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t stat
     bin_error_text(d, opcode, opaque, status, NULL);
 }
 
-static void
-put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
 
 /* --- get, getk, gat, touch (and their quiet forms) --------------------------- */
 
@@ -75,32 +67,10 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it = item_get(req->key, req->nkey, touch,
                                touch ? clock_exptime(req->exptime) : 0, &miss);
 
-    if (stats_detail_enabled()) {
-        stats_detail_record(req->key, req->nkey, STATS_DETAIL_GET, it != NULL);
-    }
-    if (logger_wants(LOGGER_FETCHERS)) {
-        logger_item_get(req->key, req->nkey, it != NULL ? LOGGER_GET_FOUND :
-                        miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
-                        miss == ITEM_MISS_FLUSHED ? LOGGER_GET_FLUSHED :
-                        LOGGER_GET_NOT_FOUND, it != NULL ? slab_cls_of(it) : 0,
-                        d->fd, it != NULL ? item_vlen(it) : 0);
-    }
-    if (touch) {
-        STATS_INCR(d->stats, cmd_touch);
-    } else {
-        STATS_INCR(d->stats, cmd_get);
-    }
+    /* memcached counts a binary touch as a touch only, not also a get */
+    dispatch_note_fetch(d, req->key, req->nkey, it, miss);
+    dispatch_count_fetch(d, it, miss, !touch, touch);
     if (it == NULL) {
-        if (touch) {
-            STATS_INCR(d->stats, touch_misses);
-        } else {
-            STATS_INCR(d->stats, get_misses);
-        }
-        if (miss == ITEM_MISS_EXPIRED) {
-            STATS_INCR(d->stats, get_expired);
-        } else if (miss == ITEM_MISS_FLUSHED) {
-            STATS_INCR(d->stats, get_flushed);
-        }
         if (req->noreply) {
             return DISPATCH_DONE;
         }
@@ -112,15 +82,8 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
         }
         return DISPATCH_DONE;
     }
-    if (touch) {
-        STATS_INCR(d->stats, touch_hits);
-        STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
-    } else {
-        STATS_INCR(d->stats, get_hits);
-        STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
-    }
     unsigned char flags[4];
-    put32(flags, it->flags);
+    proto_bin_put32(flags, it->flags);
     uint32_t vlen = req->bin.touch_only ? 0 : item_vlen(it);
     char buf[BIN_LINE_MAX];
     size_t n = proto_bin_compose(buf, sizeof(buf), req->bin.opcode, PROTO_BIN_OK,
@@ -256,13 +219,7 @@ dispatch_bin_data_done(struct dispatch_ctx *d)
         break;
     }
     if (op == ITEM_OP_CAS || sm.has_cas) {
-        if (st == ITEM_OK) {
-            STATS_INCR(d->stats, cas_hits);
-        } else if (st == ITEM_EXISTS) {
-            STATS_INCR(d->stats, cas_badval);
-        } else if (st == ITEM_NOT_FOUND) {
-            STATS_INCR(d->stats, cas_misses);
-        }
+        dispatch_count_cas(d, st, slab_cls_of(it));
     }
     if (logger_wants(LOGGER_MUTATIONS)) {
         rel_time_t now = clock_now();
@@ -314,12 +271,6 @@ bin_delete(struct dispatch_ctx *d, const struct proto_req *req)
     return DISPATCH_DONE;
 }
 
-static void
-put64(unsigned char *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
 
 /* A miss that creates the counter: its initial value, as an add would. */
 static item_status_t
@@ -357,26 +308,14 @@ bin_arith(struct dispatch_ctx *d, const struct proto_req *req)
         /* Not a miss in memcached's counters: the counter is created. */
         st = bin_arith_create(req, &am.cas_out);
         value = req->bin.initial;
-    } else if (st == ITEM_NOT_FOUND) {
-        if (incr) {
-            STATS_INCR(d->stats, incr_misses);
-        } else {
-            STATS_INCR(d->stats, decr_misses);
-        }
-    } else if (st == ITEM_OK) {
-        if (incr) {
-            STATS_INCR(d->stats, incr_hits);
-            STATS_CLASS_INCR(d->stats, cls, incr_hits);
-        } else {
-            STATS_INCR(d->stats, decr_hits);
-            STATS_CLASS_INCR(d->stats, cls, decr_hits);
-        }
+    } else {
+        dispatch_count_arith(d, incr, st, cls);
     }
     switch (st) {
     case ITEM_OK:
         if (!req->noreply) {
             unsigned char v[8];
-            put64(v, value);
+            proto_bin_put64(v, value);
             bin_answer(d, req, PROTO_BIN_OK, am.cas_out, NULL, 0, NULL, 0, v, 8);
         }
         break;

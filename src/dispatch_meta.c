@@ -56,44 +56,22 @@ ttl_left(rel_time_t exptime)
 static bool
 flag_after(const struct proto_meta *m, char a, char b)
 {
-    const char *pa = NULL, *pb = NULL;
+    const char *p = m->flags, *s;
+    size_t n;
+    int i = 0, ia = -1, ib = -1;
 
-    for (const char *p = m->flags; p < m->flags_end; p++) {
-        if ((p == m->flags || p[-1] == ' ') && *p == a) {
-            pa = p;
-        } else if ((p == m->flags || p[-1] == ' ') && *p == b) {
-            pb = p;
+    while (proto_key_next(&p, m->flags_end, &s, &n)) {
+        if (*s == a) {
+            ia = i;
+        } else if (*s == b) {
+            ib = i;
         }
+        i++;
     }
-    return pa != NULL && (pb == NULL || pa > pb);
+    return ia >= 0 && ia > ib;
 }
 
 /* --- mg ---------------------------------------------------------------------- */
-
-/* As memcached: an mg with T counts as a touch when it hits, as a get
- * when it misses. */
-static void
-mg_count(struct dispatch_ctx *d, struct item *it, bool touch, item_miss_t miss)
-{
-    if (touch && it != NULL) {
-        STATS_INCR(d->stats, cmd_touch);
-        STATS_INCR(d->stats, touch_hits);
-        STATS_CLASS_INCR(d->stats, slab_cls_of(it), touch_hits);
-        return;
-    }
-    STATS_INCR(d->stats, cmd_get);
-    if (it != NULL) {
-        STATS_INCR(d->stats, get_hits);
-        STATS_CLASS_INCR(d->stats, slab_cls_of(it), get_hits);
-        return;
-    }
-    STATS_INCR(d->stats, get_misses);
-    if (miss == ITEM_MISS_EXPIRED) {
-        STATS_INCR(d->stats, get_expired);
-    } else if (miss == ITEM_MISS_FLUSHED) {
-        STATS_INCR(d->stats, get_flushed);
-    }
-}
 
 static dispatch_result_t
 do_mg(struct dispatch_ctx *d, const struct proto_req *req)
@@ -114,9 +92,11 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it = item_meta_get(req->key, req->nkey, &g, &miss);
     struct proto_meta_item mi;
 
-    /* memcached counts a vivified miss as a hit, but logs its lookup as
-     * the miss it was. */
-    mg_count(d, it, g.touch, miss);
+    /* As memcached: an mg with T counts as a touch when it hits, as a get
+     * when it misses; a vivified miss counts as a hit, but its lookup is
+     * logged as the miss it was. */
+    bool touched = g.touch && it != NULL;
+    dispatch_count_fetch(d, it, miss, !touched, touched);
     if (logger_wants(LOGGER_FETCHERS)) {
         logger_item_get(req->key, req->nkey, it != NULL && !g.created ? LOGGER_GET_FOUND :
                         miss == ITEM_MISS_EXPIRED ? LOGGER_GET_EXPIRED :
@@ -174,18 +154,11 @@ static void
 ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
 {
     char *o = d->ms.echo, *end = d->ms.echo + sizeof(d->ms.echo);
-    const char *p = m->flags;
+    const char *p = m->flags, *s;
+    size_t n;
 
-    while (p < m->flags_end) {
-        while (p < m->flags_end && *p == ' ') {
-            p++;
-        }
-        const char *s = p;
-        while (p < m->flags_end && *p != ' ') {
-            p++;
-        }
-        size_t n = (size_t)(p - s);
-        if (n == 0 || (*s != 'O' && *s != 'k' && *s != 'c')) {
+    while (proto_key_next(&p, m->flags_end, &s, &n)) {
+        if (*s != 'O' && *s != 'k' && *s != 'c') {
             continue;
         }
         /* k and c answer with the item's key and CAS: their letter is all
@@ -262,15 +235,7 @@ dispatch_meta_data_done(struct dispatch_ctx *d)
     item_status_t st = item_store_meta(it, d->ms.op, &sm);
     /* A compared set or replace is a cas in memcached's counters. */
     if (sm.has_cas && (d->ms.op == ITEM_OP_SET || d->ms.op == ITEM_OP_REPLACE)) {
-        if (st == ITEM_OK) {
-            STATS_INCR(d->stats, cas_hits);
-            STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_hits);
-        } else if (st == ITEM_EXISTS) {
-            STATS_INCR(d->stats, cas_badval);
-            STATS_CLASS_INCR(d->stats, slab_cls_of(it), cas_badval);
-        } else if (st == ITEM_NOT_FOUND) {
-            STATS_INCR(d->stats, cas_misses);
-        }
+        dispatch_count_cas(d, st, slab_cls_of(it));
     }
     const char *code = st == ITEM_OK ? "HD" : st == ITEM_EXISTS ? "EX" :
                        st == ITEM_NOT_FOUND ? "NF" : "NS";
@@ -327,26 +292,6 @@ do_md(struct dispatch_ctx *d, const struct proto_req *req)
 
 /* --- ma ---------------------------------------------------------------------- */
 
-static void
-ma_count(struct dispatch_ctx *d, bool incr, item_status_t st, uint8_t cls)
-{
-    if (st == ITEM_NOT_FOUND) {
-        if (incr) {
-            STATS_INCR(d->stats, incr_misses);
-        } else {
-            STATS_INCR(d->stats, decr_misses);
-        }
-    } else if (st == ITEM_OK) {
-        if (incr) {
-            STATS_INCR(d->stats, incr_hits);
-            STATS_CLASS_INCR(d->stats, cls, incr_hits);
-        } else {
-            STATS_INCR(d->stats, decr_hits);
-            STATS_CLASS_INCR(d->stats, cls, decr_hits);
-        }
-    }
-}
-
 /* N on a miss: store J (default 0) as the counter, as an add would. */
 static item_status_t
 ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *am)
@@ -396,7 +341,7 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
                                        &cls, &am);
     /* A miss that vivifies is no miss in memcached's counters. */
     if (!(st == ITEM_NOT_FOUND && proto_meta_has(m, 'N'))) {
-        ma_count(d, incr, st, cls);
+        dispatch_count_arith(d, incr, st, cls);
     }
     if (st == ITEM_NOT_FOUND && proto_meta_has(m, 'N')) {
         st = ma_vivify(req, &value, &am);

@@ -53,8 +53,8 @@ put16(unsigned char *p, uint16_t v)
     p[1] = (unsigned char)v;
 }
 
-static void
-put32(unsigned char *p, uint32_t v)
+void
+proto_bin_put32(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char)(v >> 24);
     p[1] = (unsigned char)(v >> 16);
@@ -62,11 +62,11 @@ put32(unsigned char *p, uint32_t v)
     p[3] = (unsigned char)v;
 }
 
-static void
-put64(unsigned char *p, uint64_t v)
+void
+proto_bin_put64(unsigned char *p, uint64_t v)
 {
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
+    proto_bin_put32(p, (uint32_t)(v >> 32));
+    proto_bin_put32(p + 4, (uint32_t)v);
 }
 
 /* The quiet opcode's loud form, or the opcode itself. */
@@ -264,9 +264,9 @@ proto_bin_compose(char *buf, size_t cap, uint8_t opcode, uint16_t status,
     put16(h + 2, keylen);
     h[4] = extlen;
     put16(h + 6, status);
-    put32(h + 8, (uint32_t)extlen + keylen + body_extra);
+    proto_bin_put32(h + 8, (uint32_t)extlen + keylen + body_extra);
     memcpy(h + 12, &opaque, 4);
-    put64(h + 16, cas);
+    proto_bin_put64(h + 16, cas);
     if (extlen > 0) {
         memcpy(h + PROTO_BIN_HDR_LEN, extras, extlen);
     }

@@ -336,24 +336,20 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
         put(&o, " ", 1);
         put_u64(&o, it->vlen);
     }
-    while (p < m->flags_end) {
-        while (p < m->flags_end && *p == ' ') {
-            p++;
-        }
-        const char *s = p;
-        while (p < m->flags_end && *p != ' ') {
-            p++;
-        }
-        if (s != p && *s == 'T') {
+    const char *s;
+    size_t n;
+
+    while (proto_key_next(&p, m->flags_end, &s, &n)) {
+        if (*s == 'T') {
             after_T = true;
         }
-        if (s == p || strchr(echo, *s) == NULL) {
+        if (strchr(echo, *s) == NULL) {
             continue;
         }
         switch (*s) {
         case 'O':
             put(&o, " ", 1);
-            put(&o, s, (size_t)(p - s));
+            put(&o, s, n);
             break;
         case 'k':
             put_key(&o, it->key, it->nkey, it->key_binary);

@@ -84,6 +84,20 @@ def require_binary():
         sys.exit(77)
 
 
+def require_reference(ref):
+    """For tests comparing against memcached: exit 77 (skip) when the
+    reference binary is missing or is the server under test itself."""
+    require_binary()
+    if not os.access(ref, os.X_OK):
+        print("reference memcached %s not installed: skipping" % ref)
+        print("0 passed, 0 failed")
+        sys.exit(77)
+    if is_memcached(server_binary()):
+        print("server under test is memcached itself: skipping")
+        print("0 passed, 0 failed")
+        sys.exit(77)
+
+
 def free_port():
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:

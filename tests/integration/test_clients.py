@@ -321,8 +321,8 @@ def pylibmc_get_multi():
 # PHP, Node, Go
 # --------------------------------------------------------------------------
 
-@test
-def php_memcached_getmulti_getallkeys():
+def php_with_memcached():
+    """php-cli with the memcached extension, or skip saying which is missing."""
     php = which("php")
     if not php:
         raise SkipCheck("php-cli not installed (%s)" % SETUP_HINT)
@@ -331,6 +331,12 @@ def php_memcached_getmulti_getallkeys():
     if rc != 0:
         raise SkipCheck("php-memcached extension not installed (%s)"
                         % SETUP_HINT)
+    return php
+
+
+@test
+def php_memcached_getmulti_getallkeys():
+    php = php_with_memcached()
     with Server(*DUMP_ARGS) as srv:
         res = run_json([php, os.path.join(HELPERS, "php_client.php"),
                         str(srv.port), str(N), str(KEYLEN)], "php-memcached")
@@ -420,14 +426,7 @@ def pylibmc_binary_get_multi():
 
 @test
 def php_memcached_binary_getmulti():
-    php = which("php")
-    if not php:
-        raise SkipCheck("php-cli not installed (%s)" % SETUP_HINT)
-    rc, _, _ = run([php, "-r", 'exit(class_exists("Memcached") ? 0 : 3);'],
-                   timeout=20)
-    if rc != 0:
-        raise SkipCheck("php-memcached extension not installed (%s)"
-                        % SETUP_HINT)
+    php = php_with_memcached()
     with Server(*SERVER_ARGS) as srv:
         res = run_json([php, os.path.join(HELPERS, "php_client.php"),
                         str(srv.port), str(N), str(KEYLEN), "binary"],
@@ -443,14 +442,7 @@ def php_memcached_binary_getmulti():
 def php_session_handler_default_ini():
     """PHP's memcached session handler as Debian ships it: binary protocol
     and session locking (the lock is an add, released with a delete)."""
-    php = which("php")
-    if not php:
-        raise SkipCheck("php-cli not installed (%s)" % SETUP_HINT)
-    rc, _, _ = run([php, "-r", 'exit(class_exists("Memcached") ? 0 : 3);'],
-                   timeout=20)
-    if rc != 0:
-        raise SkipCheck("php-memcached extension not installed (%s)"
-                        % SETUP_HINT)
+    php = php_with_memcached()
     with Server(*SERVER_ARGS) as srv:
         res = run_json([php, os.path.join(HELPERS, "php_session.php"),
                         str(srv.port)], "php session handler")

@@ -97,12 +97,5 @@ def counters_after_meta_traffic():
 
 
 if __name__ == "__main__":
-    if not os.access(REF, os.X_OK):
-        print("reference memcached %s not installed: skipping" % REF)
-        print("0 passed, 0 failed")
-        sys.exit(77)
-    if is_memcached(sclib.server_binary()):
-        print("server under test is memcached itself: skipping")
-        print("0 passed, 0 failed")
-        sys.exit(77)
+    sclib.require_reference(REF)
     run_all()
