@@ -2,7 +2,7 @@
 """A small cache with more active value sizes than slabs keeps its hit
 ratio (issue 11's thrash case), measured against memcached in the same run.
 
-scripts/hit-ratio's mixed load (60 value sizes from 20 B to 200 KB, about
+bench/hit-ratio's mixed load (60 value sizes from 20 B to 200 KB, about
 100 slab classes at -f 1.08, 8 clients, cache-aside, Zipf keys) runs at
 -m 32 -t 4 against Debian's memcached and against slabcache's default
 eviction stack; slabcache's hit ratio must be at least memcached's less
@@ -24,13 +24,13 @@ from sclib import (test, run_all, check, require_binary, slabcache_only,  # noqa
                    server_binary, is_sanitized, SkipCheck)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-HIT_RATIO = os.path.join(HERE, "..", "..", "scripts", "hit-ratio")
+HIT_RATIO = os.path.join(HERE, "..", "..", "bench", "hit-ratio")
 MEMCACHED = shutil.which("memcached")
 
 
 def hit_ratio(server, extra):
     loadgen = os.environ.get("LOADGEN") or os.path.join(
-        os.path.dirname(os.path.dirname(server_binary())), "tests", "bench", "loadgen")
+        os.path.dirname(os.path.dirname(server_binary())), "bench", "loadgen")
     if not os.path.exists(loadgen):
         raise SkipCheck("loadgen not built")
     cmd = [sys.executable, HIT_RATIO, "--load", "mixed", "--memory", "32",

@@ -4,7 +4,7 @@ set-only phases of ~10 MB each with value sizes 100 B, 1 KB, 10 KB, 100 KB
 (every key new). With slab-level eviction the newest size's class must
 take over most slabs after each phase, and no set may be refused.
 
-Runs scripts/seed-experiment with the built server and load generator
+Runs bench/seed-experiment with the built server and load generator
 ($SLABCACHE, $LOADGEN)."""
 
 import json
@@ -16,9 +16,9 @@ import tempfile
 from sclib import check, eq, require_binary, run_all, server_binary, slabcache_only, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SCRIPT = os.path.join(HERE, "..", "..", "scripts", "seed-experiment")
+SCRIPT = os.path.join(HERE, "..", "..", "bench", "seed-experiment")
 LOADGEN = os.environ.get("LOADGEN") or os.path.join(
-    os.path.dirname(server_binary()), "..", "tests", "bench", "loadgen")
+    os.path.dirname(server_binary()), "..", "bench", "loadgen")
 SLABS = 8
 LABELS = ["100", "1K", "10K", "100K"]
 

@@ -25,8 +25,8 @@
  * derived from the same hash. Any reply for a key is therefore checkable
  * (--verify) without remembering anything per key.
  *
- * Build standalone (see tests/bench/README.md):
- *   gcc -std=c11 -D_GNU_SOURCE -O2 tests/bench/loadgen.c \
+ * Build standalone (see bench/README.md):
+ *   gcc -std=c11 -D_GNU_SOURCE -O2 bench/loadgen.c \
  *       $(pkg-config --cflags --libs libevent) -lm -o loadgen
  */
 #include <errno.h>
