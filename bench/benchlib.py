@@ -1,10 +1,6 @@
 """Helpers shared by the benchmark and research tools in bench/."""
 
-import os
 import socket
-
-# The repository root (bench/..).
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def free_port():

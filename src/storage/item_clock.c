@@ -27,8 +27,8 @@
  * reclaimed (dead) or evicted (live).
  */
 void
-class_drop_locked(struct item_class_state *l, struct item *it, uint32_t hv, bool dead,
-                rel_time_t now)
+item_class_drop_locked(struct item_class_state *l, struct item *it, uint32_t hv,
+                       bool dead, rel_time_t now)
 {
     uint8_t f = item_iflags(it);
 
@@ -86,7 +86,7 @@ clock_examine(struct item *it, rel_time_t now, uint32_t *hv)
 static void
 clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
 {
-    class_drop_locked(&item_classes[cls], it, hv, dead, now);
+    item_class_drop_locked(&item_classes[cls], it, hv, dead, now);
     assoc_unlock(hv);
     slab_free_locked(cls, slab_sid_of(it), it);
 }

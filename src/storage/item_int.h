@@ -84,8 +84,8 @@ void          item_note_ttl(uint8_t cls, rel_time_t exptime);
 struct item  *item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
                                 rel_time_t exptime, uint32_t vlen);
 /* Both locks held: unlink, count as reclaimed (dead) or evicted (live). */
-void          class_drop_locked(struct item_class_state *l, struct item *it,
-                                uint32_t hv, bool dead, rel_time_t now);
+void          item_class_drop_locked(struct item_class_state *l, struct item *it,
+                                     uint32_t hv, bool dead, rel_time_t now);
 /* Class lock held: the sweep; chunks freed into the class. */
 uint32_t      item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now);
 
