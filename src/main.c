@@ -265,6 +265,12 @@ main(int argc, char **argv)
     case SETTINGS_USAGE:
         return EX_USAGE;
     }
+    /* -o slab_automove / no_slab_reassign name a stack (settings.c
+     * refused them together with --eviction); -M means none. */
+    long automove = settings.slab_reassign ? settings.automove : 0;
+    if (automove >= 0) {
+        settings.eviction = evict_automove_stack((unsigned)automove);
+    }
     if (settings.no_evict) {
         settings.eviction = "none";
     }

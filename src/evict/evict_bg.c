@@ -3,9 +3,10 @@
  * shared/seeds/002_*): keep a small reserve of free chunks in each class
  * that is allocating while memory is full, so a set rarely evicts inline.
  *
- * Storage reports a class below the reserve with evict_bg_notify(): an
- * atomic flag per class, and a condition-variable signal only when the
- * flag goes up, so a busy class costs no syscall per set. The thread
+ * The cache layer (cache_alloc) reports a class below the reserve with
+ * evict_bg_notify(): an atomic flag per class, and a condition-variable
+ * signal only when the flag goes up, so a busy class costs no syscall per
+ * set. The thread
  * sleeps on the condition variable when no class is flagged (no polling),
  * and refills a flagged class through the item-level policies of the
  * stack only (evict_run_items), up to `batch` items per class-lock hold:

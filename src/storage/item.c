@@ -7,7 +7,8 @@
  *
  * Expired and flushed items are removed lazily: whoever finds one under
  * its partition lock unlinks it. Allocation reclaims expired items just
- * ahead of the CLOCK hand before it asks the eviction policies for memory.
+ * ahead of the CLOCK hand before it reports that memory is short (the
+ * cache layer then asks the eviction policies: storage never does).
  *
  * Item-level eviction is CLOCK (second chance) rather than a linked LRU:
  * the hand sweeps the class's slabs in address order; an item read since
@@ -326,52 +327,57 @@ item_debug(const char *key, size_t nkey, struct item_debug *out)
     return it != NULL;
 }
 
-/* The empty item an mg with N creates on a miss; NULL if no memory. */
+/* The empty item an mg with N creates on a miss: a free chunk under the
+ * lock, else the caller's allocation (struct item_rebuild). */
 static struct item *
-vivify_alloc(const char *key, size_t nkey, const struct item_meta_get *m)
+vivify_take(const char *key, size_t nkey, const struct item_meta_get *m,
+            struct item_rebuild *rb)
 {
-    struct item *it;
+    struct item *it = NULL;
 
-    if (item_alloc(key, nkey, 0, m->vivify_exptime, 0, &it) != ITEM_OK) {
+    if (rb != NULL && rb->fresh != NULL) {
+        it = rb->fresh;
+        rb->fresh = NULL;
+    } else {
+        it = item_alloc_nowait(key, nkey, 0, m->vivify_exptime, 0);
+    }
+    if (it == NULL) {
         return NULL;
     }
     memcpy(item_value(it), "\r\n", 2);
     if (m->key_binary) {
         item_iflags_set(it, ITEM_KEY_BINARY);
     }
+    if (rb != NULL) {
+        rb->cls = slab_cls_of(it);
+    }
     return it;
 }
 
 struct item *
 item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
-              item_miss_t *miss)
+              item_miss_t *miss, struct item_rebuild *rb)
 {
     uint32_t hv = hash_key(key, nkey);
-    struct item *it, *fresh = NULL;
+    struct item *it;
 
     m->won = m->created = m->fetched = m->token_sent = m->stale = false;
     m->time = 0;
-    /* Allocation may evict, which takes partition locks: never under ours.
-     * So a miss that vivifies allocates unlocked and looks again. */
-    for (int pass = 0; pass < 2; pass++) {
-        assoc_lock(hv);
-        it = do_item_find_why(key, nkey, hv, miss);
-        if (it != NULL || !m->vivify || fresh != NULL) {
-            break;
+    assoc_lock(hv);
+    it = do_item_find_why(key, nkey, hv, miss);
+    if (it == NULL && m->vivify) {
+        struct item *fresh = vivify_take(key, nkey, m, rb);
+        if (fresh != NULL) {
+            do_item_link(fresh, hv);
+            item_note_ttl(slab_cls_of(fresh), fresh->exptime);
+            it = fresh;
+            m->created = m->won = true;
+        } else if (rb != NULL) {
+            /* No free chunk: the caller allocates, holding no lock. */
+            (void)item_rebuild_want(rb, NULL, key, nkey, 0, m->vivify_exptime, 0);
+            assoc_unlock(hv);
+            return NULL;
         }
-        assoc_unlock(hv);
-        fresh = vivify_alloc(key, nkey, m);
-        if (fresh == NULL) {
-            assoc_lock(hv);
-            break;
-        }
-    }
-    if (it == NULL && fresh != NULL) {
-        do_item_link(fresh, hv);
-        item_note_ttl(slab_cls_of(fresh), fresh->exptime);
-        it = fresh;
-        fresh = NULL;
-        m->created = m->won = true;
     }
     if (it != NULL && item_refcount(it) >= ITEM_REF_MAX) {
         it = NULL;                      /* see item_get() */
@@ -407,8 +413,8 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
         }
     }
     assoc_unlock(hv);
-    if (fresh != NULL) {
-        item_release(fresh);            /* someone else stored it meanwhile */
+    if (rb != NULL && rb->fresh != NULL) {
+        item_rebuild_drop(rb);          /* someone else stored it meanwhile */
     }
     return it;
 }

@@ -1,8 +1,9 @@
 /*
  * item_clock.c -- allocation and the per-class CLOCK: take a chunk
- * (reusing a dead item at the hand first), else ask the eviction policies;
- * the sweep that frees chunks for item-level eviction (a second chance
- * for items read since the hand last passed).
+ * (reusing a dead item at the hand first) without evicting anything live
+ * (the cache layer asks the eviction policies when that fails); the sweep
+ * that frees chunks for item-level eviction (a second chance for items
+ * read since the hand last passed).
  */
 #include "item.h"
 
@@ -10,11 +11,9 @@
 #include <string.h>
 
 #include "assoc.h"
-#include "evict.h"
 #include "item_int.h"
 #include "slab.h"
 
-#define ALLOC_TRIES         8     /* evict/alloc rounds before giving up */
 #define CLOCK_SEARCH_DEPTH  5     /* busy items passed over per freed one */
 #define CLOCK_RESCUE_MAX    32    /* active items given a second chance per freed one */
 #define CLOCK_SCAN_EXTRA    256   /* chunks a sweep may pass beyond two slabs' worth */
@@ -206,7 +205,7 @@ item_clock_pull(uint8_t cls, bool evict_live, uint32_t max)
 }
 
 /* From the first item given an exptime on, the class checks for dead items
- * before it allocates (item_alloc). */
+ * before it allocates (item_alloc_try). */
 void
 item_note_ttl(uint8_t cls, rel_time_t exptime)
 {
@@ -217,8 +216,8 @@ item_note_ttl(uint8_t cls, rel_time_t exptime)
 }
 
 /* The class for an item of this shape, or 0 if it cannot be stored. */
-static uint8_t
-item_class_for(size_t nkey, uint32_t vlen)
+uint8_t
+item_class_of(size_t nkey, uint32_t vlen)
 {
     if (nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
         return 0;
@@ -226,14 +225,12 @@ item_class_for(size_t nkey, uint32_t vlen)
     return slab_clsid(item_total_size(nkey, vlen));
 }
 
-/* Running low while memory is full: let the background evictor refill. */
-static void
-alloc_note_low(uint8_t cls)
+void
+item_note_outofmemory(uint8_t cls)
 {
-    if (evict_bg_reserve() > 0 && slab_class_free(cls) < evict_bg_target(cls) &&
-        slab_at_limit()) {
-        evict_bg_notify(cls);
-    }
+    slab_lock(cls);
+    item_classes[cls].outofmemory++;
+    slab_unlock(cls);
 }
 
 static void
@@ -251,11 +248,11 @@ item_init(struct item *it, const char *key, size_t nkey, uint32_t flags,
 }
 
 item_status_t
-item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
-           uint32_t vlen, struct item **out)
+item_alloc_try(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
+               uint32_t vlen, struct item **out)
 {
-    uint8_t cls = item_class_for(nkey, vlen);
-    struct item *it = NULL;
+    uint8_t cls = item_class_of(nkey, vlen);
+    struct item *it;
     uint32_t sid;
 
     if (cls == 0) {
@@ -272,30 +269,15 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
     } else {
         item_note_ttl(cls, exptime);
     }
-    /* A failed eviction is retried once: the CLOCK hand has moved past
-     * whatever was busy (e.g. values still being sent), so a second sweep
-     * usually finds something. */
-    for (int tries = 0, failed = 0; tries < ALLOC_TRIES && it == NULL; tries++) {
+    it = slab_alloc(cls, &sid);
+    if (it == NULL && item_clock_pull(cls, false, 1) > 0) {
         it = slab_alloc(cls, &sid);
-        if (it != NULL) {
-            break;
-        }
-        if (item_clock_pull(cls, false, 1) > 0) {
-            continue;
-        }
-        if (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2) {
-            break;
-        }
     }
     if (it == NULL) {
-        slab_lock(cls);
-        item_classes[cls].outofmemory++;
-        slab_unlock(cls);
         return ITEM_NO_MEMORY;
     }
     assert(slab_cls_of(it) == cls && slab_sid_of(it) == sid);
     (void)sid;
-    alloc_note_low(cls);
     item_init(it, key, nkey, flags, exptime, vlen);
     *out = it;
     return ITEM_OK;
@@ -305,13 +287,13 @@ item_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
  * A free chunk (or a fresh slab while under -m) and nothing more: no
  * eviction, so no partition lock is taken and a caller may hold one
  * (slab_alloc takes only the class lock, which ranks below it). NULL
- * when that is not enough; the caller then falls back to item_alloc().
+ * when that is not enough (see struct item_rebuild).
  */
 struct item *
 item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
                   rel_time_t exptime, uint32_t vlen)
 {
-    uint8_t cls = item_class_for(nkey, vlen);
+    uint8_t cls = item_class_of(nkey, vlen);
     uint32_t sid;
     struct item *it;
 
@@ -319,7 +301,6 @@ item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
         return NULL;
     }
     item_note_ttl(cls, exptime);
-    alloc_note_low(cls);
     item_init(it, key, nkey, flags, exptime, vlen);
     return it;
 }

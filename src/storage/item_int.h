@@ -83,6 +83,12 @@ void          do_item_bump(struct item *it);
 void          item_note_ttl(uint8_t cls, rel_time_t exptime);
 struct item  *item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
                                 rel_time_t exptime, uint32_t vlen);
+/* item_store.c: partition lock held, no free chunk: ask the caller for
+ * vlen bytes for old's key (old, pinned here, may be NULL: a key with
+ * nothing stored). ITEM_NEED_MEMORY; ITEM_NO_MEMORY without rb. */
+item_status_t item_rebuild_want(struct item_rebuild *rb, struct item *old,
+                                const char *key, size_t nkey, uint32_t flags,
+                                rel_time_t exptime, uint32_t vlen);
 /* Both locks held: unlink, count as reclaimed (dead) or evicted (live). */
 void          item_class_drop_locked(struct item_class_state *l, struct item *it,
                                      uint32_t hv, bool dead, rel_time_t now);

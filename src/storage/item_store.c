@@ -19,21 +19,13 @@
 /* --- storage commands ----------------------------------------------------------- */
 
 /*
- * Operations that build a new item from a stored one (append, prepend,
- * incr past the old length) must not evict under the partition lock:
- * emptying a slab needs partition locks, perhaps this one. So the new item
- * is first taken from a free chunk under the lock (item_alloc_nowait): no
- * window, so concurrent appends to one key all land. Only when that finds
- * nothing: pin the stored item (a reference keeps its bytes and address),
- * unlock, allocate with eviction, re-lock, and replace only if the pinned
- * item is still the one linked under the key; otherwise start over. A
- * failed round frees its chunk, which the next round's locked attempt can
- * take, so running out of rounds means memory is contended, not that the
- * key is gone: it is reported as a failed allocation (which the client
- * sees as NOT_STORED, memcached's answer when an append cannot allocate).
+ * Rebuilds (struct item_rebuild in item.h): the new item is first taken
+ * from a free chunk under the partition lock (item_alloc_nowait), so
+ * concurrent appends to one key all land. Only when that finds nothing is
+ * the stored item pinned (a reference keeps its bytes and address) and
+ * the caller asked for memory; its allocation is filled outside the lock
+ * and linked only if the pinned item is still the one under the key.
  */
-#define REBUILD_TRIES 8
-
 static struct item *
 pin_locked(struct item *it)
 {
@@ -47,6 +39,45 @@ still_linked(struct item *old, uint32_t hv)
 {
     return (item_iflags(old) & ITEM_LINKED) &&
            assoc_find(item_key(old), item_nkey(old), hv) == old;
+}
+
+item_status_t
+item_rebuild_want(struct item_rebuild *rb, struct item *old, const char *key, size_t nkey,
+             uint32_t flags, rel_time_t exptime, uint32_t vlen)
+{
+    if (rb == NULL) {
+        return ITEM_NO_MEMORY;
+    }
+    rb->old = old != NULL ? pin_locked(old) : NULL;
+    rb->key = old != NULL ? item_key(old) : key;
+    rb->nkey = old != NULL ? item_nkey(old) : nkey;
+    rb->flags = flags;
+    rb->exptime = exptime;
+    rb->vlen = vlen;
+    rb->need = true;
+    return ITEM_NEED_MEMORY;
+}
+
+void
+item_rebuild_drop(struct item_rebuild *rb)
+{
+    if (rb->fresh != NULL) {
+        item_release(rb->fresh);
+    }
+    if (rb->old != NULL) {
+        item_release(rb->old);
+    }
+    rb->fresh = rb->old = NULL;
+    rb->need = false;
+}
+
+/* A rebuild's chunk: the class a nowait allocation or rb->fresh came from. */
+static void
+rebuild_took(struct item_rebuild *rb, struct item *it)
+{
+    if (rb != NULL) {
+        rb->cls = slab_cls_of(it);
+    }
 }
 
 /* joined's value = old's and it's, in order. */
@@ -75,65 +106,69 @@ concat_link(struct item *joined, struct item *old, uint32_t hv)
     do_item_replace(old, joined, hv);
 }
 
+/* The caller's allocation for a pinned item: fill (old's bytes cannot
+ * change while pinned), then link if old is still the key's. */
+static item_status_t
+concat_commit(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
+              struct item_rebuild *rb, uint32_t hv)
+{
+    struct item *old = rb->old, *joined = rb->fresh;
+
+    concat_fill(joined, old, it, append);
+    assoc_lock(hv);
+    bool same = still_linked(old, hv) && (cas_in == 0 || item_cas(old) == cas_in);
+    if (same) {
+        concat_link(joined, old, hv);
+        *cas_out = item_cas(joined);
+        rebuild_took(rb, joined);
+    }
+    assoc_unlock(hv);
+    item_rebuild_drop(rb);
+    return same ? ITEM_OK : ITEM_RETRY;
+}
+
 /* append/prepend: a new item holding old and new values joined. */
 static item_status_t
-item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out)
+item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
+            struct item_rebuild *rb)
 {
     uint32_t hv = item_hash(it), nvlen = item_vlen(it);
     const char *key = item_key(it);
     uint8_t nkey = item_nkey(it);
 
-    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
-        assoc_lock(hv);
-        struct item *old = do_item_find(key, nkey, hv);
-        if (old == NULL) {
-            assoc_unlock(hv);
-            return ITEM_NOT_STORED;
-        }
-        if (cas_in != 0 && item_cas(old) != cas_in) {
-            assoc_unlock(hv);
-            return ITEM_EXISTS;
-        }
-        uint32_t ovlen = item_vlen(old);
-        if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2) {
-            assoc_unlock(hv);
-            return ITEM_TOO_LARGE;
-        }
-        struct item *joined = item_alloc_nowait(key, nkey, old->flags,
-                                                old->exptime, ovlen + nvlen);
-        if (joined != NULL) {
-            concat_fill(joined, old, it, append);
-            concat_link(joined, old, hv);
-            *cas_out = item_cas(joined);
-            assoc_unlock(hv);
-            item_release(joined);
-            return ITEM_OK;
-        }
-        pin_locked(old);
-        assoc_unlock(hv);
-
-        item_status_t st = item_alloc(key, nkey, old->flags, old->exptime,
-                                      ovlen + nvlen, &joined);
-        if (st != ITEM_OK) {
-            item_release(old);
-            return st;
-        }
-        concat_fill(joined, old, it, append);
-        assoc_lock(hv);
-        bool same = still_linked(old, hv) &&
-                    (cas_in == 0 || item_cas(old) == cas_in);
-        if (same) {
-            concat_link(joined, old, hv);
-            *cas_out = item_cas(joined);
-        }
-        assoc_unlock(hv);
-        item_release(joined);
-        item_release(old);
-        if (same) {
-            return ITEM_OK;
-        }
+    if (rb != NULL && rb->fresh != NULL) {
+        return concat_commit(it, append, cas_in, cas_out, rb, hv);
     }
-    return ITEM_NO_MEMORY;
+    assoc_lock(hv);
+    struct item *old = do_item_find(key, nkey, hv);
+    if (old == NULL) {
+        assoc_unlock(hv);
+        return ITEM_NOT_STORED;
+    }
+    if (cas_in != 0 && item_cas(old) != cas_in) {
+        assoc_unlock(hv);
+        return ITEM_EXISTS;
+    }
+    uint32_t ovlen = item_vlen(old);
+    if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2 || item_class_of(nkey, ovlen + nvlen) == 0) {
+        assoc_unlock(hv);
+        return ITEM_TOO_LARGE;
+    }
+    struct item *joined = item_alloc_nowait(key, nkey, old->flags, old->exptime,
+                                            ovlen + nvlen);
+    if (joined == NULL) {
+        item_status_t st = item_rebuild_want(rb, old, key, nkey, old->flags, old->exptime,
+                                        ovlen + nvlen);
+        assoc_unlock(hv);
+        return st;
+    }
+    concat_fill(joined, old, it, append);
+    concat_link(joined, old, hv);
+    *cas_out = item_cas(joined);
+    rebuild_took(rb, joined);
+    assoc_unlock(hv);
+    item_release(joined);
+    return ITEM_OK;
 }
 
 item_status_t
@@ -142,7 +177,7 @@ item_store(struct item *it, item_store_op_t op, uint64_t cas_in)
     struct item_store_meta m = { .has_cas = op == ITEM_OP_CAS,
                                  .cas = op == ITEM_OP_CAS ? cas_in : 0 };
 
-    return item_store_meta(it, op, &m);
+    return item_store_meta(it, op, &m, NULL);
 }
 
 /* ms I: the cas was older than the item's; store anyway, marked stale,
@@ -159,7 +194,8 @@ store_stale_ok(struct item *it, struct item *old, const struct item_store_meta *
 }
 
 item_status_t
-item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
+item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
+                struct item_rebuild *rb)
 {
     uint32_t hv = item_hash(it);
     item_status_t st = ITEM_NOT_STORED;
@@ -169,7 +205,7 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
         item_iflags_set(it, ITEM_KEY_BINARY);
     }
     if (op == ITEM_OP_APPEND || op == ITEM_OP_PREPEND) {
-        return item_concat(it, op == ITEM_OP_APPEND, m->cas, &m->cas_out);
+        return item_concat(it, op == ITEM_OP_APPEND, m->cas, &m->cas_out, rb);
     }
     /* A compared set or replace is a cas, as in memcached's mset. */
     if (m->has_cas && (op == ITEM_OP_SET || op == ITEM_OP_REPLACE)) {
@@ -260,13 +296,13 @@ write_counter(struct item *it, const char *buf, uint32_t len)
  * memcached keeps the value's length when the number shrinks, padding with
  * spaces, and writes in place when nobody else holds the item. Same bytes
  * here; when a reader still holds it (e.g. a pipelined get not yet sent),
- * or the number grew, a new item is built (see REBUILD_TRIES above).
+ * or the number grew, a new item is built (see struct item_rebuild).
  */
 item_status_t
 item_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
            uint64_t *result, uint8_t *cls)
 {
-    return item_arith_meta(key, nkey, incr, delta, result, cls, NULL);
+    return item_arith_meta(key, nkey, incr, delta, result, cls, NULL, NULL);
 }
 
 /* ma's extras on the item now holding the counter; partition lock held. */
@@ -286,78 +322,85 @@ arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
     m->vlen_out = len;
 }
 
+/* The caller's allocation for the pinned counter: link it if the pinned
+ * item is still the key's (and still matches the CAS asked for). */
+static item_status_t
+arith_commit(bool incr, uint64_t delta, uint64_t *result, struct item_arith_meta *m,
+             struct item_rebuild *rb, uint32_t hv)
+{
+    struct item *it = rb->old, *nit = rb->fresh;
+    char buf[24];
+    uint32_t len;
+
+    assoc_lock(hv);
+    bool same = still_linked(it, hv) &&
+                (m == NULL || m->cas == 0 || item_cas(it) == m->cas);
+    if (same) {
+        /* Pinned, so its value is unchanged: recompute to format into
+         * the new item. touch/gat may have moved exptime meanwhile. */
+        arith_compute(it, incr, delta, result, buf, &len);
+        write_counter(nit, buf, len);
+        nit->exptime = it->exptime;
+        nit->flags = it->flags;
+        item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
+        do_item_replace(it, nit, hv);
+        arith_meta_done(nit, m, len);
+        rebuild_took(rb, nit);
+    }
+    assoc_unlock(hv);
+    item_rebuild_drop(rb);
+    return same ? ITEM_OK : ITEM_RETRY;
+}
+
 item_status_t
 item_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
-                uint64_t *result, uint8_t *cls, struct item_arith_meta *m)
+                uint64_t *result, uint8_t *cls, struct item_arith_meta *m,
+                struct item_rebuild *rb)
 {
     uint32_t hv = hash_key(key, nkey);
     char buf[24];
     uint32_t len;
 
-    for (int attempt = 0; attempt < REBUILD_TRIES; attempt++) {
-        assoc_lock(hv);
-        struct item *it = do_item_find(key, nkey, hv);
-        if (it == NULL) {
-            assoc_unlock(hv);
-            return ITEM_NOT_FOUND;
-        }
-        if (m != NULL && m->cas != 0 && item_cas(it) != m->cas) {
-            assoc_unlock(hv);
-            return ITEM_EXISTS;
-        }
-        item_status_t st = arith_compute(it, incr, delta, result, buf, &len);
-        if (st != ITEM_OK) {
-            assoc_unlock(hv);
-            return st;
-        }
-        item_report_cls(it, cls);
-        uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
-        if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
-            write_counter(it, buf, len);
-            item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
-            do_item_bump(it);
-            arith_meta_done(it, m, len);
-            assoc_unlock(hv);
-            return ITEM_OK;
-        }
-        struct item *nit = item_alloc_nowait(key, nkey, it->flags, it->exptime, vlen);
-        if (nit != NULL) {
-            write_counter(nit, buf, len);
-            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
-            do_item_replace(it, nit, hv);
-            arith_meta_done(nit, m, len);
-            assoc_unlock(hv);
-            item_release(nit);
-            return ITEM_OK;
-        }
-        pin_locked(it);
-        assoc_unlock(hv);
-
-        st = item_alloc(key, nkey, it->flags, it->exptime, vlen, &nit);
-        if (st != ITEM_OK) {
-            item_release(it);
-            return st;
-        }
-        assoc_lock(hv);
-        bool same = still_linked(it, hv) &&
-                    (m == NULL || m->cas == 0 || item_cas(it) == m->cas);
-        if (same) {
-            /* Pinned, so its value is unchanged: recompute to format into
-             * the new item. touch/gat may have moved exptime meanwhile. */
-            arith_compute(it, incr, delta, result, buf, &len);
-            write_counter(nit, buf, len);
-            nit->exptime = it->exptime;
-            nit->flags = it->flags;
-            item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
-            do_item_replace(it, nit, hv);
-            arith_meta_done(nit, m, len);
-        }
-        assoc_unlock(hv);
-        item_release(nit);
-        item_release(it);
-        if (same) {
-            return ITEM_OK;
-        }
+    if (rb != NULL && rb->fresh != NULL) {
+        return arith_commit(incr, delta, result, m, rb, hv);
     }
-    return ITEM_NO_MEMORY;
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    if (it == NULL) {
+        assoc_unlock(hv);
+        return ITEM_NOT_FOUND;
+    }
+    if (m != NULL && m->cas != 0 && item_cas(it) != m->cas) {
+        assoc_unlock(hv);
+        return ITEM_EXISTS;
+    }
+    item_status_t st = arith_compute(it, incr, delta, result, buf, &len);
+    if (st != ITEM_OK) {
+        assoc_unlock(hv);
+        return st;
+    }
+    item_report_cls(it, cls);
+    uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
+    if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
+        write_counter(it, buf, len);
+        item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
+        do_item_bump(it);
+        arith_meta_done(it, m, len);
+        assoc_unlock(hv);
+        return ITEM_OK;
+    }
+    struct item *nit = item_alloc_nowait(key, nkey, it->flags, it->exptime, vlen);
+    if (nit == NULL) {
+        st = item_rebuild_want(rb, it, key, nkey, it->flags, it->exptime, vlen);
+        assoc_unlock(hv);
+        return st;
+    }
+    write_counter(nit, buf, len);
+    item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
+    do_item_replace(it, nit, hv);
+    arith_meta_done(nit, m, len);
+    rebuild_took(rb, nit);
+    assoc_unlock(hv);
+    item_release(nit);
+    return ITEM_OK;
 }

@@ -16,232 +16,16 @@
 
 #include "assoc.h"
 #include "clock.h"
-#include "evict.h"
 #include "item.h"
 #include "slab.h"
 
-#define KB          ((size_t)1024)
-#define MB          (1024 * KB)
-#define SLAB_SZ     (64 * KB)
-#define MAXBYTES    (4 * MB)
-#define SMALL_LIMIT (4 * SLAB_SZ)   /* for eviction tests: 4 slabs */
-#define VLEN_EVICT  1000            /* value size used to fill one class */
-
-/* --- fixtures ------------------------------------------------------------------ */
-
-static void
-storage_up(const char *policy, bool use_cas)
-{
-    clock_setup();
-    ck_assert_int_eq(evict_setup(policy), 0);
-    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.25, 48, item_total_size(0, 0) - 2),
-                     SLAB_OK);
-    ck_assert_int_eq(assoc_setup(16), 0);
-    ck_assert_int_eq(item_setup(use_cas), 0);
-}
-
-static void setup_lru(void) { storage_up("lru", true); }
-static void setup_none(void) { storage_up("none", true); }
-static void setup_nocas(void) { storage_up("lru", false); }
-
-static void
-teardown_storage(void)
-{
-    item_teardown();
-    assoc_teardown();
-    slab_teardown();
-    evict_teardown();
-}
-
-/* --- helpers --------------------------------------------------------------------- */
-
-/* Allocate key=val (value gets "\r\n"); *out keeps the caller's reference. */
-static item_status_t
-make_item(const char *key, const char *val, size_t vlen, uint32_t flags,
-          rel_time_t exptime, struct item **out)
-{
-    struct item *it;
-    item_status_t st = item_alloc(key, strlen(key), flags, exptime, (uint32_t)vlen, &it);
-
-    if (st != ITEM_OK) {
-        return st;
-    }
-    memcpy(item_value(it), val, vlen);
-    memcpy(item_value(it) + vlen, "\r\n", 2);
-    *out = it;
-    return ITEM_OK;
-}
-
-static item_status_t
-store_op(const char *key, const char *val, uint32_t flags, rel_time_t exptime,
-         item_store_op_t op, uint64_t cas)
-{
-    struct item *it;
-    item_status_t st = make_item(key, val, strlen(val), flags, exptime, &it);
-
-    if (st != ITEM_OK) {
-        return st;
-    }
-    st = item_store(it, op, cas);
-    item_release(it);
-    return st;
-}
-
-static item_status_t
-set(const char *key, const char *val)
-{
-    return store_op(key, val, 0, 0, ITEM_OP_SET, 0);
-}
-
-static struct item *
-get(const char *key)
-{
-    return item_get(key, strlen(key), false, 0, NULL);
-}
-
-static void
-assert_item_value(struct item *it, const char *want)
-{
-    size_t n = strlen(want);
-
-    ck_assert_ptr_nonnull(it);
-    ck_assert_uint_eq(item_vlen(it), n);
-    ck_assert_msg(memcmp(item_value(it), want, n) == 0, "value '%.*s', want '%s'",
-                  (int)item_vlen(it), item_value(it), want);
-    ck_assert(memcmp(item_value(it) + n, "\r\n", 2) == 0);
-}
-
-/* Get key, check its value, release. */
-static void
-expect_value(const char *key, const char *want)
-{
-    struct item *it = get(key);
-
-    ck_assert_msg(it != NULL, "key '%s' missing, want '%s'", key, want);
-    assert_item_value(it, want);
-    item_release(it);
-}
-
-static void
-expect_absent(const char *key)
-{
-    item_miss_t miss = ITEM_MISS_FLUSHED;
-    struct item *it = item_get(key, strlen(key), false, 0, &miss);
-
-    ck_assert_msg(it == NULL, "key '%s' unexpectedly present", key);
-    ck_assert_int_eq(miss, ITEM_MISS_NONE);
-}
-
-static uint64_t
-cas_of(const char *key)
-{
-    struct item *it = get(key);
-    uint64_t cas;
-
-    ck_assert_ptr_nonnull(it);
-    cas = item_cas(it);
-    item_release(it);
-    return cas;
-}
-
-static struct item_stats
-istats(void)
-{
-    struct item_stats st;
-
-    item_get_stats(&st);
-    return st;
-}
-
-static void
-evict_key(char *buf, size_t cap, unsigned i)
-{
-    snprintf(buf, cap, "key:%05u", i);
-}
-
-/* Class and capacity (chunks) of the eviction test items under SMALL_LIMIT. */
-static uint8_t
-evict_class(void)
-{
-    char k[16];
-
-    evict_key(k, sizeof(k), 0);
-    return slab_clsid(item_total_size(strlen(k), VLEN_EVICT));
-}
-
-static uint32_t
-evict_capacity(void)
-{
-    struct slab_class_stats st;
-
-    slab_class_stats(evict_class(), &st);
-    return (uint32_t)(SMALL_LIMIT / SLAB_SZ) * st.chunks_per_page;
-}
-
-static char evict_val[VLEN_EVICT];
-
-/* Store key i with a value that names i (first bytes) padded with 'v'. */
-static item_status_t
-store_evict(unsigned i, struct item **keep)
-{
-    char k[16];
-    struct item *it;
-    item_status_t st;
-
-    evict_key(k, sizeof(k), i);
-    memset(evict_val, 'v', sizeof(evict_val));
-    memcpy(evict_val, k, strlen(k));
-    st = make_item(k, evict_val, VLEN_EVICT, i, 0, &it);
-    if (st != ITEM_OK) {
-        return st;
-    }
-    st = item_store(it, ITEM_OP_SET, 0);
-    if (keep != NULL) {
-        *keep = it;
-    } else {
-        item_release(it);
-    }
-    return st;
-}
-
-static void
-assert_evict_item(struct item *it, unsigned i)
-{
-    char k[16];
-
-    evict_key(k, sizeof(k), i);
-    ck_assert_ptr_nonnull(it);
-    ck_assert_uint_eq(item_nkey(it), strlen(k));
-    ck_assert(memcmp(item_key(it), k, strlen(k)) == 0);
-    ck_assert_uint_eq(item_vlen(it), VLEN_EVICT);
-    ck_assert(memcmp(item_value(it), k, strlen(k)) == 0);
-    /* one assertion for the whole fill (check logs every assertion) */
-    size_t bad = VLEN_EVICT;
-    for (size_t j = strlen(k); j < VLEN_EVICT && bad == VLEN_EVICT; j++) {
-        if (item_value(it)[j] != 'v') {
-            bad = j;
-        }
-    }
-    ck_assert_msg(bad == VLEN_EVICT, "item %u value byte %zu corrupted", i, bad);
-    ck_assert(memcmp(item_value(it) + VLEN_EVICT, "\r\n", 2) == 0);
-    ck_assert_uint_eq(it->flags, i);
-}
-
-static bool
-evict_present(unsigned i)
-{
-    char k[16];
-    struct item *it;
-
-    evict_key(k, sizeof(k), i);
-    it = get(k);
-    if (it == NULL) {
-        return false;
-    }
-    assert_evict_item(it, i);
-    item_release(it);
-    return true;
-}
+/* Storage alone: allocation never evicts (eviction is the cache layer's,
+ * tests/unit/test_cache.c). */
+#define FX_ALLOC(k, n, f, e, v, out)  item_alloc_try(k, n, f, e, v, out)
+#define FX_STORE(it, op, cas)         item_store(it, op, cas)
+#define FX_POLICY_SETUP(name)         ((void)(name))
+#define FX_POLICY_TEARDOWN()          ((void)0)
+#include "item_fixture.h"
 
 /* --- clock ------------------------------------------------------------------------- */
 
@@ -334,22 +118,22 @@ START_TEST(test_too_large)
 
     /* total size exactly one slab fits (largest class) */
     size_t fit = SLAB_SZ - item_total_size(3, 0);
-    ck_assert_int_eq(item_alloc("big", 3, 0, 0, (uint32_t)fit, &it), ITEM_OK);
+    ck_assert_int_eq(item_alloc_try("big", 3, 0, 0, (uint32_t)fit, &it), ITEM_OK);
     ck_assert_ptr_nonnull(it);
     ck_assert_uint_eq(slab_cls_of(it), slab_class_count());
     item_release(it);
 
     it = NULL;
-    ck_assert_int_eq(item_alloc("big", 3, 0, 0, (uint32_t)fit + 1, &it), ITEM_TOO_LARGE);
+    ck_assert_int_eq(item_alloc_try("big", 3, 0, 0, (uint32_t)fit + 1, &it), ITEM_TOO_LARGE);
     ck_assert_ptr_null(it);
-    ck_assert_int_eq(item_alloc("big", 3, 0, 0, (uint32_t)SLAB_SZ, &it), ITEM_TOO_LARGE);
-    ck_assert_int_eq(item_alloc("big", 3, 0, 0, UINT32_MAX - 2, &it), ITEM_TOO_LARGE);
+    ck_assert_int_eq(item_alloc_try("big", 3, 0, 0, (uint32_t)SLAB_SZ, &it), ITEM_TOO_LARGE);
+    ck_assert_int_eq(item_alloc_try("big", 3, 0, 0, UINT32_MAX - 2, &it), ITEM_TOO_LARGE);
     ck_assert_ptr_null(it);
 
     memset(key, 'k', sizeof(key));
-    ck_assert_int_eq(item_alloc(key, 256, 0, 0, 1, &it), ITEM_TOO_LARGE);
+    ck_assert_int_eq(item_alloc_try(key, 256, 0, 0, 1, &it), ITEM_TOO_LARGE);
     ck_assert_ptr_null(it);
-    ck_assert_int_eq(item_alloc(key, 255, 0, 0, 1, &it), ITEM_OK);
+    ck_assert_int_eq(item_alloc_try(key, 255, 0, 0, 1, &it), ITEM_OK);
     item_release(it);
     ck_assert_uint_eq(istats().curr_items, 0);
 }
@@ -998,84 +782,7 @@ START_TEST(test_flush_delayed_takes_effect)
 }
 END_TEST
 
-/* --- eviction ------------------------------------------------------------------------------------------ */
-
-START_TEST(test_lru_evicts_oldest)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-    uint32_t n = cap * 3 + 17;
-
-    ck_assert_uint_gt(cap, 40);
-    for (unsigned i = 0; i < n; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    struct slab_class_stats ss;
-    slab_class_stats(evict_class(), &ss);
-    ck_assert_uint_eq(ss.total_pages, SMALL_LIMIT / SLAB_SZ);
-    ck_assert_uint_eq(ss.total_chunks, cap);
-
-    struct item_stats st = istats();
-    ck_assert_uint_eq(st.curr_items, cap);
-    ck_assert_uint_eq(st.evictions, n - cap);
-    ck_assert_uint_eq(st.total_items, n);
-    ck_assert_uint_eq(st.evicted_unfetched, n - cap);
-    ck_assert_uint_eq(st.reclaimed, 0);
-
-    /* exactly the newest cap keys remain */
-    for (unsigned i = 0; i < n; i++) {
-        bool want = i >= n - cap;
-        ck_assert_msg(evict_present(i) == want, "key %u: want present=%d (cap %u, n %u)",
-                      i, (int)want, cap, n);
-    }
-    struct item_class_stats cs;
-    item_class_stats(evict_class(), &cs);
-    ck_assert_uint_eq(cs.evicted, n - cap);
-    ck_assert_uint_eq(cs.number, cap);
-    ck_assert_uint_eq(cs.outofmemory, 0);
-    ck_assert_uint_eq(slab_table_count(), SMALL_LIMIT / SLAB_SZ);
-
-    item_reset_stats();
-    st = istats();
-    ck_assert_uint_eq(st.evictions, 0);
-    ck_assert_uint_eq(st.curr_items, cap);
-}
-END_TEST
-
-/*
- * CLOCK second chance: an item read since the hand last passed is spared
- * once; the unread ones behind it go first, in the order they were stored.
- */
-START_TEST(test_clock_spares_a_read_item)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-    char k[16];
-
-    for (unsigned i = 0; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    evict_key(k, sizeof(k), 0);
-    struct item *it = get(k);
-    ck_assert_ptr_nonnull(it);
-    item_release(it);
-    for (unsigned i = cap; i < 2 * cap - 1; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    /* Key 0 is not read here: a get would mark it again. All cap items
-     * are there and 1..cap-1 are not, so key 0 is. */
-    ck_assert_uint_eq(istats().evictions, cap - 1);
-    ck_assert_uint_eq(istats().curr_items, cap);
-    for (unsigned i = 1; i < cap; i++) {
-        ck_assert_msg(!evict_present(i), "unread key %u outlived a read one", i);
-    }
-    /* Spared once only: unread since, it is the next to go. */
-    ck_assert_int_eq(store_evict(2 * cap - 1, NULL), ITEM_OK);
-    ck_assert_uint_eq(istats().evictions, cap);
-    ck_assert(!evict_present(0));
-    ck_assert(evict_present(cap));
-}
-END_TEST
+/* --- allocation without eviction ------------------------------------------------ */
 
 /*
  * The reference count shares a word with the flags: item_get() refuses
@@ -1099,128 +806,9 @@ START_TEST(test_refcount_cap)
 }
 END_TEST
 
-START_TEST(test_none_no_memory)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-    struct item *it = NULL;
 
-    for (unsigned i = 0; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    ck_assert_int_eq(store_evict(cap, NULL), ITEM_NO_MEMORY);
-    ck_assert_int_eq(item_alloc("other", 5, 0, 0, VLEN_EVICT, &it), ITEM_NO_MEMORY);
-    ck_assert_ptr_null(it);
-    for (unsigned i = 0; i < cap; i++) {
-        ck_assert(evict_present(i));
-    }
-    ck_assert(!evict_present(cap));
-    struct item_stats st = istats();
-    ck_assert_uint_eq(st.evictions, 0);
-    ck_assert_uint_eq(st.curr_items, cap);
-    struct item_class_stats cs;
-    item_class_stats(evict_class(), &cs);
-    ck_assert_uint_eq(cs.outofmemory, 2);
 
-    /* deleting one makes room for exactly one */
-    char k[16];
-    evict_key(k, sizeof(k), 3);
-    ck_assert_int_eq(item_delete(k, strlen(k), NULL), ITEM_OK);
-    ck_assert_int_eq(store_evict(cap + 1, NULL), ITEM_OK);
-    ck_assert_int_eq(store_evict(cap + 2, NULL), ITEM_NO_MEMORY);
 
-    /* a different class with no slab cannot grow either */
-    ck_assert_int_eq(item_alloc("s", 1, 0, 0, 1, &it), ITEM_NO_MEMORY);
-}
-END_TEST
-
-START_TEST(test_lru_skips_held_writer_ref)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-    struct item *held = NULL;
-
-    ck_assert_int_eq(store_evict(0, &held), ITEM_OK);   /* keep alloc ref */
-    for (unsigned i = 1; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    ck_assert_uint_eq(istats().evictions, 0);
-    /* key 0 is the LRU tail but referenced: key 1 goes instead */
-    ck_assert_int_eq(store_evict(cap, NULL), ITEM_OK);
-    ck_assert_uint_eq(istats().evictions, 1);
-    ck_assert(!evict_present(1));
-    ck_assert(evict_present(0));
-
-    /* a full turnover later key 0 is still linked and intact */
-    for (unsigned i = cap + 1; i < 3 * cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    assert_evict_item(held, 0);
-    ck_assert(item_iflags(held) & ITEM_LINKED);
-    struct item *again = get("key:00000");
-    ck_assert_ptr_eq(again, held);
-    item_release(again);
-    ck_assert_uint_eq(istats().curr_items, cap);
-    item_release(held);
-}
-END_TEST
-
-START_TEST(test_lru_skips_held_reader)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-
-    for (unsigned i = 0; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    struct item *held = get("key:00000");
-    assert_evict_item(held, 0);
-    ck_assert_int_eq(item_delete("key:00002", 9, NULL), ITEM_OK);
-    /* overwrite churn: every new chunk must differ from the held one */
-    for (unsigned i = cap; i < 3 * cap; i++) {
-        struct item *it;
-        char k[16];
-        evict_key(k, sizeof(k), i);
-        memset(evict_val, 'v', sizeof(evict_val));
-        memcpy(evict_val, k, strlen(k));
-        ck_assert_int_eq(make_item(k, evict_val, VLEN_EVICT, i, 0, &it), ITEM_OK);
-        ck_assert_ptr_ne(it, held);
-        ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
-        item_release(it);
-    }
-    /* the first set took key 2's freed chunk, the rest evicted */
-    ck_assert_uint_eq(istats().evictions, 2 * cap - 1);
-    assert_evict_item(held, 0);
-    ck_assert(evict_present(0));
-    ck_assert(!evict_present(1));
-    ck_assert(evict_present(3 * cap - 1));
-    item_release(held);
-    ck_assert_uint_eq(istats().curr_items, cap);
-}
-END_TEST
-
-START_TEST(test_lru_held_deleted_item_not_reused)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-
-    for (unsigned i = 0; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    struct item *held = get("key:00005");
-    ck_assert_int_eq(item_delete("key:00005", 9, NULL), ITEM_OK);
-    for (unsigned i = cap; i < 3 * cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    assert_evict_item(held, 5);
-    ck_assert(!evict_present(5));
-    /* one chunk is pinned by us, so one fewer item fits */
-    ck_assert_uint_eq(istats().curr_items, cap - 1);
-    item_release(held);
-    ck_assert_int_eq(store_evict(3 * cap, NULL), ITEM_OK);
-    ck_assert_uint_eq(istats().curr_items, cap);
-}
-END_TEST
 
 /* memcached t/issue_14.t: once a slab's items have expired, storing as
  * many again reuses their chunks instead of carving a second slab. */
@@ -1259,6 +847,106 @@ START_TEST(test_alloc_reuses_dead_before_new_slab)
 }
 END_TEST
 
+/* Storage alone never evicts a live item: a full class answers
+ * ITEM_NO_MEMORY and keeps everything (eviction is the cache layer's). */
+START_TEST(test_alloc_try_never_evicts)
+{
+    slab_set_limit(SMALL_LIMIT);
+    uint32_t cap = evict_capacity();
+    struct item *it = NULL;
+
+    for (unsigned i = 0; i < cap; i++) {
+        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
+    }
+    ck_assert_int_eq(store_evict(cap, NULL), ITEM_NO_MEMORY);
+    ck_assert_int_eq(item_alloc_try("s", 1, 0, 0, 1, &it), ITEM_NO_MEMORY);
+    ck_assert_ptr_null(it);
+    for (unsigned i = 0; i < cap; i++) {
+        ck_assert(evict_present(i));
+    }
+    ck_assert_uint_eq(istats().evictions, 0);
+    struct item_class_stats cs;
+    item_class_stats(evict_class(), &cs);
+    ck_assert_uint_eq(cs.outofmemory, 0);       /* counted by the cache layer */
+}
+END_TEST
+
+/*
+ * A rebuild with no free chunk: without an item_rebuild it is one failed
+ * attempt that pins nothing; with one it pins the stored item and asks for
+ * memory, and the caller's chunk is linked on the second call (or dropped
+ * with ITEM_RETRY when the key changed in between).
+ */
+START_TEST(test_rebuild_asks_for_memory)
+{
+    slab_set_limit(SMALL_LIMIT);
+    char k[3][16];
+    struct item *tail, *spare[4];
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < 3; i++) {
+        evict_key(k[i], sizeof(k[i]), i);
+    }
+    /* the appended piece first (its class takes a slab), then fill */
+    ck_assert_int_eq(make_item(k[0], "+", 1, 0, 0, &tail), ITEM_OK);
+    while (store_evict(n, NULL) == ITEM_OK) {
+        n++;
+    }
+    ck_assert_uint_gt(n, 3);
+    ck_assert_int_eq(item_store(tail, ITEM_OP_APPEND, 0), ITEM_NO_MEMORY);
+    struct item *old = get(k[0]);
+    ck_assert_uint_eq(item_refcount(old), 2);   /* the table's and ours: nothing pinned */
+
+    struct item_store_meta m = { .cas = 0 };
+    struct item_rebuild rb = { .old = NULL };
+    ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_NEED_MEMORY);
+    ck_assert(rb.need && rb.old == old && rb.fresh == NULL);
+    ck_assert_uint_eq(item_refcount(old), 3);
+    ck_assert_uint_eq(rb.vlen, VLEN_EVICT + 1);
+    ck_assert_uint_eq(rb.nkey, strlen(k[0]));
+    ck_assert(memcmp(rb.key, k[0], rb.nkey) == 0);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_NO_MEMORY);
+    ck_assert_int_eq(item_delete(k[1], strlen(k[1]), NULL), ITEM_OK);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_OK);
+    rb.need = false;
+
+    /* the key changed while unlocked: the caller's chunk is given back */
+    ck_assert_int_eq(item_delete(k[0], strlen(k[0]), NULL), ITEM_OK);
+    ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_RETRY);
+    ck_assert(rb.fresh == NULL && rb.old == NULL && !rb.need);
+    ck_assert_uint_eq(item_refcount(old), 1);    /* unlinked: ours alone */
+    item_release(old);
+    ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_NOT_STORED);
+    item_release(tail);
+
+    /* the same rebuild on a key that stays: linked on the second call */
+    ck_assert_int_eq(make_item(k[2], "+", 1, 0, 0, &tail), ITEM_OK);
+    old = get(k[2]);
+    unsigned nspare = 0;                        /* take the chunks freed above */
+    while (nspare < 4 && item_alloc_try("s", 1, 0, 0, VLEN_EVICT, &spare[nspare]) == ITEM_OK) {
+        nspare++;
+    }
+    ck_assert_uint_eq(nspare, 2);
+    ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_NEED_MEMORY);
+    item_release(spare[0]);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_OK);
+    ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_OK);
+    ck_assert(rb.fresh == NULL && rb.old == NULL);
+    item_release(spare[1]);
+    item_release(tail);
+    ck_assert_uint_eq(item_refcount(old), 1);
+    item_release(old);
+    struct item *joined = get(k[2]);
+    ck_assert_uint_eq(item_vlen(joined), VLEN_EVICT + 1);
+    ck_assert_int_eq(item_value(joined)[VLEN_EVICT], '+');
+    ck_assert_uint_eq(m.cas_out, item_cas(joined));
+    item_release(joined);
+}
+END_TEST
+
 /* --- meta commands' storage operations ----------------------------------------- */
 
 static uint64_t
@@ -1275,7 +963,7 @@ START_TEST(test_meta_get_vivify_holds_one_reference)
     struct item_meta_get g = { .bump = true, .vivify = true,
                                .vivify_exptime = clock_exptime(30) };
     item_miss_t miss;
-    struct item *it = item_meta_get("viv", 3, &g, &miss);
+    struct item *it = item_meta_get("viv", 3, &g, &miss, NULL);
 
     ck_assert_ptr_nonnull(it);
     ck_assert(g.created && g.won && !g.token_sent && !g.fetched);
@@ -1285,7 +973,7 @@ START_TEST(test_meta_get_vivify_holds_one_reference)
     uint64_t used = used_chunks_of(it);
     item_release(it);
     /* a second reader finds it, told a win was handed out already */
-    it = item_meta_get("viv", 3, &g, &miss);
+    it = item_meta_get("viv", 3, &g, &miss, NULL);
     ck_assert_ptr_nonnull(it);
     ck_assert(!g.created && !g.won && g.token_sent);
     ck_assert_uint_eq(item_refcount(it), 2);
@@ -1312,13 +1000,13 @@ START_TEST(test_meta_delete_marks_stale)
                      ITEM_EXISTS);
     ck_assert_int_eq(item_meta_delete("st", 2, true, cas, true, true,
                                       clock_exptime(30), NULL), ITEM_OK);
-    it = item_meta_get("st", 2, &g, &miss);
+    it = item_meta_get("st", 2, &g, &miss, NULL);
     ck_assert_ptr_nonnull(it);
     ck_assert(g.stale && g.won && !g.token_sent);
     ck_assert_uint_ne(item_cas(it), cas);       /* a new CAS */
     ck_assert_uint_ne(it->exptime, 0);
     item_release(it);
-    it = item_meta_get("st", 2, &g, &miss);
+    it = item_meta_get("st", 2, &g, &miss, NULL);
     ck_assert(g.stale && !g.won && g.token_sent);
     item_release(it);
     /* without I it goes */
@@ -1339,12 +1027,12 @@ START_TEST(test_store_meta_cas_rules)
     /* C0 compares and matches nothing */
     ck_assert_int_eq(make_item("c", "v2", 2, 0, 0, &it), ITEM_OK);
     struct item_store_meta m = { .has_cas = true, .cas = 0 };
-    ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m), ITEM_EXISTS);
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m, NULL), ITEM_EXISTS);
     ck_assert_uint_eq(m.cas_out, 0);
     /* an older CAS with I stores, marked stale, keeping the TTL */
     m = (struct item_store_meta){ .has_cas = true, .cas = cas - 1, .stale_ok = true };
     if (cas > 1) {
-        ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m), ITEM_OK);
+        ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &m, NULL), ITEM_OK);
         ck_assert_uint_ne(m.cas_out, 0);
         ck_assert(item_iflags(it) & ITEM_STALE);
     }
@@ -1355,15 +1043,15 @@ START_TEST(test_store_meta_cas_rules)
     item_release(it);
     ck_assert_int_eq(make_item("c", "v3", 2, 0, 0, &it), ITEM_OK);
     m = (struct item_store_meta){ .has_cas = true, .cas = cas };
-    ck_assert_int_eq(item_store_meta(it, ITEM_OP_REPLACE, &m), ITEM_OK);
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_REPLACE, &m, NULL), ITEM_OK);
     ck_assert_uint_eq(m.cas_out, item_cas(it));
     item_release(it);
     /* append compares a nonzero CAS only */
     ck_assert_int_eq(make_item("c", "+", 1, 0, 0, &it), ITEM_OK);
     m = (struct item_store_meta){ .has_cas = true, .cas = 1 };
-    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m), ITEM_EXISTS);
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m, NULL), ITEM_EXISTS);
     m = (struct item_store_meta){ .has_cas = true, .cas = 0 };
-    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m), ITEM_OK);
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &m, NULL), ITEM_OK);
     item_release(it);
 }
 END_TEST
@@ -1378,9 +1066,9 @@ START_TEST(test_arith_meta_cas_and_ttl)
     uint64_t cas = item_cas(it);
     item_release(it);
     struct item_arith_meta m = { .cas = cas + 7 };
-    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, NULL, &m), ITEM_EXISTS);
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, NULL, &m, NULL), ITEM_EXISTS);
     m = (struct item_arith_meta){ .cas = cas, .touch = true, .exptime = clock_exptime(60) };
-    ck_assert_int_eq(item_arith_meta("n", 1, true, 2, &v, NULL, &m), ITEM_OK);
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 2, &v, NULL, &m, NULL), ITEM_OK);
     ck_assert_uint_eq(v, 7);
     ck_assert_uint_ne(m.cas_out, cas);
     ck_assert_uint_eq(m.exptime_out, clock_exptime(60));
@@ -1388,56 +1076,6 @@ START_TEST(test_arith_meta_cas_and_ttl)
 }
 END_TEST
 
-START_TEST(test_lru_reclaims_expired_first)
-{
-    slab_set_limit(SMALL_LIMIT);
-    uint32_t cap = evict_capacity();
-    const unsigned nexp = 3;
-    char k[16];
-
-    /* oldest: three items that expire once the class is full (stored
-     * live: an allocation reuses a dead item at the hand first, so items
-     * stored already expired would replace one another), then live ones */
-    struct item *doomed[3];
-    for (unsigned i = 0; i < nexp; i++) {
-        evict_key(k, sizeof(k), i);
-        memset(evict_val, 'v', sizeof(evict_val));
-        memcpy(evict_val, k, strlen(k));
-        ck_assert_int_eq(make_item(k, evict_val, VLEN_EVICT, i, 0, &doomed[i]),
-                         ITEM_OK);
-        ck_assert_int_eq(item_store(doomed[i], ITEM_OP_SET, 0), ITEM_OK);
-    }
-    for (unsigned i = nexp; i < cap; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    for (unsigned i = 0; i < nexp; i++) {
-        doomed[i]->exptime = clock_exptime(-1);
-        item_release(doomed[i]);
-    }
-    ck_assert_uint_eq(istats().curr_items, cap);
-
-    for (unsigned i = cap; i < cap + nexp; i++) {
-        ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
-    }
-    struct item_stats st = istats();
-    ck_assert_uint_eq(st.reclaimed, nexp);
-    ck_assert_uint_eq(st.expired_unfetched, nexp);
-    ck_assert_uint_eq(st.evictions, 0);
-    ck_assert_uint_eq(st.curr_items, cap);
-
-    /* no dead items left: now the oldest live one is evicted (checked
-     * before any read so read-recency plays no part) */
-    ck_assert_int_eq(store_evict(cap + nexp, NULL), ITEM_OK);
-    st = istats();
-    ck_assert_uint_eq(st.reclaimed, nexp);
-    ck_assert_uint_eq(st.evictions, 1);
-    ck_assert_uint_eq(st.curr_items, cap);
-    ck_assert(!evict_present(nexp));
-    for (unsigned i = nexp + 1; i <= cap + nexp; i++) {
-        ck_assert_msg(evict_present(i), "live key %u lost", i);
-    }
-}
-END_TEST
 
 START_TEST(test_lru_reclaims_flushed)
 {
@@ -1460,81 +1098,13 @@ START_TEST(test_lru_reclaims_flushed)
 }
 END_TEST
 
-/*
- * A class whose items were all read since they were stored must still
- * evict one of them for a new set: the LRU policy only refuses when
- * every candidate is referenced. Largest class: one item per slab, so
- * the whole class is SMALL_LIMIT / SLAB_SZ = 4 items.
- */
-START_TEST(test_lru_evicts_when_all_recently_read)
-{
-    slab_set_limit(SMALL_LIMIT);
-    size_t vlen = SLAB_SZ - item_total_size(9, 0);
-    char *v = malloc(vlen + 1);
-    char k[16];
 
-    ck_assert_ptr_nonnull(v);
-    memset(v, 'L', vlen);
-    v[vlen] = '\0';
-    for (unsigned i = 0; i < 4; i++) {
-        evict_key(k, sizeof(k), i);
-        ck_assert_int_eq(set(k, v), ITEM_OK);
-    }
-    ck_assert_uint_eq(slab_table_count(), 4);
-    for (unsigned i = 0; i < 4; i++) {
-        evict_key(k, sizeof(k), i);
-        struct item *it = get(k);
-        ck_assert_ptr_nonnull(it);
-        item_release(it);
-    }
-    /* nothing is referenced: a new large set must evict, not fail */
-    evict_key(k, sizeof(k), 4);
-    ck_assert_int_eq(set(k, v), ITEM_OK);
-    ck_assert_uint_eq(istats().evictions, 1);
-    ck_assert_uint_eq(istats().curr_items, 4);
-    expect_value(k, v);
-    free(v);
-}
-END_TEST
-
-/*
- * Same with a class that holds a single item: memory for one slab only,
- * one whole-slab item, read once. The LRU walk must still evict it for
- * the next set (nothing references it) instead of failing with
- * ITEM_NO_MEMORY.
- */
-START_TEST(test_lru_evicts_single_recently_read)
-{
-    slab_set_limit(SLAB_SZ);
-    size_t vlen = SLAB_SZ - item_total_size(1, 0);
-    char *v = malloc(vlen + 1);
-
-    ck_assert_ptr_nonnull(v);
-    memset(v, 'S', vlen);
-    v[vlen] = '\0';
-    ck_assert_int_eq(set("a", v), ITEM_OK);
-    struct item *it = get("a");
-    ck_assert_ptr_nonnull(it);
-    item_release(it);
-
-    v[0] = 'T';
-    ck_assert_int_eq(set("b", v), ITEM_OK);
-    ck_assert_uint_eq(istats().evictions, 1);
-    expect_absent("a");
-    expect_value("b", v);
-    struct item_class_stats cs;
-    item_class_stats(slab_class_count(), &cs);
-    ck_assert_uint_eq(cs.outofmemory, 0);
-    free(v);
-}
-END_TEST
 
 static Suite *
 item_suite(void)
 {
     Suite *s = suite_create("item");
     TCase *tc = tcase_create("lru_cas");
-    TCase *tn = tcase_create("evict_none");
     TCase *tx = tcase_create("no_cas");
 
     tcase_add_checked_fixture(tc, setup_lru, teardown_storage);
@@ -1542,6 +1112,8 @@ item_suite(void)
     tcase_add_test(tc, test_clock_exptime);
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_refcount_cap);
+    tcase_add_test(tc, test_alloc_try_never_evicts);
+    tcase_add_test(tc, test_rebuild_asks_for_memory);
     tcase_add_test(tc, test_empty_value_and_max_key);
     tcase_add_test(tc, test_too_large);
     tcase_add_test(tc, test_alloc_release_unstored_frees_chunk);
@@ -1565,26 +1137,13 @@ item_suite(void)
     tcase_add_test(tc, test_expiry_after_sleep);
     tcase_add_test(tc, test_flush_now);
     tcase_add_test(tc, test_flush_delayed_not_immediate);
-    tcase_add_test(tc, test_lru_evicts_oldest);
-    tcase_add_test(tc, test_clock_spares_a_read_item);
-    tcase_add_test(tc, test_lru_skips_held_writer_ref);
-    tcase_add_test(tc, test_lru_skips_held_reader);
-    tcase_add_test(tc, test_lru_held_deleted_item_not_reused);
-    tcase_add_test(tc, test_lru_reclaims_expired_first);
     tcase_add_test(tc, test_alloc_reuses_dead_before_new_slab);
     tcase_add_test(tc, test_meta_get_vivify_holds_one_reference);
     tcase_add_test(tc, test_meta_delete_marks_stale);
     tcase_add_test(tc, test_store_meta_cas_rules);
     tcase_add_test(tc, test_arith_meta_cas_and_ttl);
     tcase_add_test(tc, test_lru_reclaims_flushed);
-    tcase_add_test(tc, test_lru_evicts_when_all_recently_read);
-    tcase_add_test(tc, test_lru_evicts_single_recently_read);
     suite_add_tcase(s, tc);
-
-    tcase_add_checked_fixture(tn, setup_none, teardown_storage);
-    tcase_set_timeout(tn, 30);
-    tcase_add_test(tn, test_none_no_memory);
-    suite_add_tcase(s, tn);
 
     tcase_add_checked_fixture(tx, setup_nocas, teardown_storage);
     tcase_set_timeout(tx, 30);

@@ -14,7 +14,6 @@
 
 
 #include "clock.h"
-#include "evict.h"
 #include "item.h"
 #include "slab.h"
 

@@ -1,12 +1,14 @@
 /*
- * evict.h -- the one door from storage to eviction policies.
+ * evict.h -- the eviction policies, one door for the cache layer.
  *
- * When a class has no free chunk and no new slab can be allocated, the
- * storage layer calls evict_run(cls). It tries the configured policies in
- * order (e.g. "lra,lru", like twemcache's bitmask) until one frees memory
- * usable by cls: a chunk on its free list, or a whole slab re-carved for
- * it. Policies see storage only through its public slab-table and item
- * APIs (slab.h, item.h); storage sees policies only through this table.
+ * When storage cannot allocate for a class without evicting (no free
+ * chunk, no new slab under -m), the cache layer (cache.c) calls
+ * evict_run(cls). It tries the configured policies in order (e.g.
+ * "lra,lru", like twemcache's bitmask) until one frees memory usable by
+ * cls: a chunk on its free list, or a whole slab re-carved for it.
+ * Policies see storage only through its public slab-table and item APIs
+ * (slab.h, item.h); storage knows nothing of them (it is a layer below,
+ * and its headers cannot include this one).
  */
 #ifndef SC_EVICT_H
 #define SC_EVICT_H
@@ -151,7 +153,7 @@ evict_rstatus_t evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed);
 /*
  * Background evictor: a thread that keeps a few free chunks in every class
  * that allocates while memory is full, so sets rarely evict inline. It
- * sleeps on a condition variable until storage reports a class below
+ * sleeps on a condition variable until the cache layer reports a class below
  * evict_bg_target(cls), then evicts in batches through the item-level
  * policies of the stack only: moving slabs stays the inline path's
  * decision, and a stack without an item-level policy gets no background
@@ -159,7 +161,7 @@ evict_rstatus_t evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed);
  */
 int             evict_bg_start(uint32_t reserve, uint32_t batch);
 void            evict_bg_stop(void);
-/* Storage: class cls has fewer than the reserve free (cheap if repeated). */
+/* The cache layer: class cls has fewer than the reserve free (cheap if repeated). */
 void            evict_bg_notify(uint8_t cls);
 uint32_t        evict_bg_reserve(void);           /* 0 when not running */
 /*

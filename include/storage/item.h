@@ -2,7 +2,7 @@
  * item.h -- cache items: layout, reference counts, CLOCK and the store,
  * fetch, delete, arithmetic and flush semantics of memcached.
  *
- * Reference counting: item_alloc() returns an item with one reference
+ * Reference counting: item_alloc_try() returns an item with one reference
  * (the caller's). Linking into the hash table adds one; unlinking drops
  * it. Every reader holds a reference until it is done (e.g. until its
  * write to a socket completes), and the chunk returns to its slab class
@@ -124,6 +124,8 @@ typedef enum item_status {
     ITEM_TOO_LARGE,
     ITEM_NO_MEMORY,
     ITEM_NON_NUMERIC,
+    ITEM_NEED_MEMORY,   /* a rebuild wants memory: see struct item_rebuild */
+    ITEM_RETRY,         /* a rebuild lost a race: start it over */
 } item_status_t;
 
 typedef enum item_store_op {
@@ -172,15 +174,51 @@ static inline char *item_key(struct item *it) { return it->data; }
 static inline char *item_value(struct item *it) { return it->data + item_nkey(it); }
 static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2; }
 
-/* Allocate an unlinked item able to hold vlen value bytes plus "\r\n". */
-item_status_t item_alloc(const char *key, size_t nkey, uint32_t flags,
-                         rel_time_t exptime, uint32_t vlen, struct item **out);
+/*
+ * Allocate an unlinked item able to hold vlen value bytes plus "\r\n"
+ * without evicting anything live: a dead item at the class's CLOCK hand,
+ * a free chunk, or a fresh slab while under the memory limit. Anything
+ * more (asking the eviction policies) is the cache layer's (cache.h):
+ * storage never calls eviction. ITEM_NO_MEMORY or ITEM_TOO_LARGE.
+ */
+item_status_t item_alloc_try(const char *key, size_t nkey, uint32_t flags,
+                             rel_time_t exptime, uint32_t vlen, struct item **out);
+/* The slab class an item of this shape goes to; 0 if none can hold it. */
+uint8_t       item_class_of(size_t nkey, uint32_t vlen);
+/* Count an allocation that failed even after eviction (outofmemory). */
+void          item_note_outofmemory(uint8_t cls);
 void          item_release(struct item *it);
+
+/*
+ * Operations that build a new item from a stored one (append/prepend, incr
+ * past the old length) or create one on a miss (mg N) first take a free
+ * chunk under the key's partition lock. Finding none, they must not evict
+ * there (emptying a slab takes partition locks, perhaps this one), so with
+ * an item_rebuild they pin the stored item, unlock and answer
+ * ITEM_NEED_MEMORY: the caller allocates rb->vlen bytes for rb->key (with
+ * eviction, holding no lock: cache.c) into rb->fresh and calls again with
+ * the same rb. That call links the new item if the pinned one is still
+ * the key's (ITEM_OK), or drops both and answers ITEM_RETRY. With a NULL
+ * rb the operation is one attempt and ITEM_NEED_MEMORY is ITEM_NO_MEMORY.
+ */
+struct item_rebuild {
+    struct item *old;           /* the stored item, pinned */
+    struct item *fresh;         /* in: the caller's allocation */
+    const char  *key;           /* allocate this */
+    size_t       nkey;
+    uint32_t     flags;
+    rel_time_t   exptime;
+    uint32_t     vlen;
+    bool         need;          /* an allocation is wanted */
+    uint8_t      cls;           /* out: the class a chunk was taken from */
+};
+/* Give back the references a rebuild holds. */
+void          item_rebuild_drop(struct item_rebuild *rb);
 
 /*
  * Store a filled item (its value ends in "\r\n") with memcached's
  * semantics for op. cas_in is the client's value for ITEM_OP_CAS.
- * Does not consume the caller's reference.
+ * Does not consume the caller's reference. One attempt (rb NULL).
  */
 item_status_t item_store(struct item *it, item_store_op_t op, uint64_t cas_in);
 
@@ -199,7 +237,7 @@ struct item_store_meta {
     uint64_t cas_out;
 };
 item_status_t item_store_meta(struct item *it, item_store_op_t op,
-                              struct item_store_meta *m);
+                              struct item_store_meta *m, struct item_rebuild *rb);
 
 /*
  * Meta delete (md): compare the CAS first when has_cas (ITEM_EXISTS on a
@@ -223,7 +261,7 @@ struct item_arith_meta {
 };
 item_status_t item_arith_meta(const char *key, size_t nkey, bool incr,
                               uint64_t delta, uint64_t *result, uint8_t *cls,
-                              struct item_arith_meta *m);
+                              struct item_arith_meta *m, struct item_rebuild *rb);
 
 /* me: the item's figures, changing nothing. false on a miss. */
 struct item_debug {
@@ -286,13 +324,15 @@ struct item_meta_get {
     bool       won;             /* this reader is to recache */
     bool       created;         /* vivified by this request */
 };
+/* A vivify that found no free chunk returns NULL with rb->need set. */
 struct item  *item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
-                            item_miss_t *miss);
+                            item_miss_t *miss, struct item_rebuild *rb);
 
 /* On ITEM_OK, *cls (may be NULL) is the item's class, for per-class stats. */
 item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime,
                          uint8_t *cls);
 item_status_t item_delete(const char *key, size_t nkey, uint8_t *cls);
+/* One attempt (see struct item_rebuild). */
 item_status_t item_arith(const char *key, size_t nkey, bool incr,
                          uint64_t delta, uint64_t *result, uint8_t *cls);
 

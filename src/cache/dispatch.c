@@ -10,6 +10,7 @@
 
 
 #include "admin.h"
+#include "cache.h"
 #include "clock.h"
 #include "config.h"
 #include "evict.h"
@@ -315,7 +316,7 @@ do_update(struct dispatch_ctx *d, const struct proto_req *req)
     if (stats_detail_enabled()) {
         stats_detail_record(req->key, req->nkey, STATS_DETAIL_SET, false);
     }
-    st = item_alloc(req->key, req->nkey, req->flags,
+    st = cache_alloc(req->key, req->nkey, req->flags,
                     clock_exptime(req->exptime), req->vlen, &it);
     if (st != ITEM_OK) {
         if (logger_wants(LOGGER_MUTATIONS)) {
@@ -380,7 +381,7 @@ dispatch_data_done(struct dispatch_ctx *d)
         rsp = PROTO_RSP_BAD_CHUNK;
     } else {
         dispatch_log_lookup(d, item_key(it), item_nkey(it));
-        item_status_t st = item_store(it, store_op(d->cmd), d->cas);
+        item_status_t st = cache_store(it, store_op(d->cmd), d->cas);
         logger_store_status_t lst;
         switch (st) {
         case ITEM_OK:        rsp = PROTO_RSP_STORED; lst = LOGGER_STORE_STORED; break;
@@ -441,7 +442,7 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
     uint64_t value = 0;
     uint8_t cls = 0;
     dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_arith(req->key, req->nkey, incr, req->delta, &value,
+    item_status_t st = cache_arith(req->key, req->nkey, incr, req->delta, &value,
                                   &cls);
 
     dispatch_count_arith(d, incr, st, cls);

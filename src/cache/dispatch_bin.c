@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "config.h"
 #include "dispatch.h"
@@ -132,7 +133,7 @@ bin_update(struct dispatch_ctx *d, const struct proto_req *req)
     if (stats_detail_enabled()) {
         stats_detail_record(req->key, req->nkey, STATS_DETAIL_SET, false);
     }
-    item_status_t st = item_alloc(req->key, req->nkey, req->flags,
+    item_status_t st = cache_alloc(req->key, req->nkey, req->flags,
                                   clock_exptime(req->exptime), req->vlen, &it);
     if (st != ITEM_OK) {
         if (logger_wants(LOGGER_MUTATIONS)) {
@@ -202,7 +203,7 @@ dispatch_bin_data_done(struct dispatch_ctx *d)
         op = ITEM_OP_CAS;
     }
     dispatch_log_lookup(d, item_key(it), item_nkey(it));
-    item_status_t st = item_store_meta(it, op, &sm);
+    item_status_t st = cache_store_meta(it, op, &sm);
     uint16_t status = PROTO_BIN_OK;
     switch (st) {
     case ITEM_OK:
@@ -280,14 +281,14 @@ bin_arith_create(const struct proto_req *req, uint64_t *cas)
     int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)req->bin.initial);
     struct item *it;
 
-    if (item_alloc(req->key, req->nkey, 0, clock_exptime(req->exptime), (uint32_t)n,
+    if (cache_alloc(req->key, req->nkey, 0, clock_exptime(req->exptime), (uint32_t)n,
                    &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
     }
     memcpy(item_value(it), digits, (size_t)n);
     memcpy(item_value(it) + n, "\r\n", 2);
     struct item_store_meta sm = { 0 };
-    item_status_t st = item_store_meta(it, ITEM_OP_ADD, &sm);
+    item_status_t st = cache_store_meta(it, ITEM_OP_ADD, &sm);
     *cas = sm.cas_out;
     item_release(it);
     return st;
@@ -302,7 +303,7 @@ bin_arith(struct dispatch_ctx *d, const struct proto_req *req)
     uint8_t cls = 0;
 
     dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_arith_meta(req->key, req->nkey, incr, req->delta, &value,
+    item_status_t st = cache_arith_meta(req->key, req->nkey, incr, req->delta, &value,
                                        &cls, &am);
     if (st == ITEM_NOT_FOUND && req->bin.create) {
         /* Not a miss in memcached's counters: the counter is created. */

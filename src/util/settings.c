@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "config.h"
-#include "evict.h"
 
 struct settings settings;
 
@@ -382,7 +381,7 @@ apply_extended(const char *list)
  * disagree, so that is refused.
  */
 static int
-apply_automove(void)
+check_automove(void)
 {
     long level = settings.slab_reassign ? settings.automove : 0;
 
@@ -394,8 +393,7 @@ apply_automove(void)
                 "both choose the eviction stack: give one\n");
         return -1;
     }
-    settings.eviction = evict_automove_stack((unsigned)level);
-    return 0;
+    return 0;               /* main.c sets the stack (evict_automove_stack) */
 }
 
 /* -B: auto (memcached's default: a connection whose first byte is the
@@ -432,7 +430,7 @@ check_consistency(void)
     if (settings.extended != NULL && apply_extended(settings.extended) != 0) {
         return -1;
     }
-    if (apply_automove() != 0 || check_protocol() != 0) {
+    if (check_automove() != 0 || check_protocol() != 0) {
         return -1;
     }
     return 0;

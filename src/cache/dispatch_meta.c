@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache.h"
 #include "clock.h"
 #include "dispatch.h"
 #include "item.h"
@@ -89,7 +90,7 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
         .vivify_last = flag_after(m, 'N', 'T'),
     };
     item_miss_t miss = ITEM_MISS_NONE;
-    struct item *it = item_meta_get(req->key, req->nkey, &g, &miss);
+    struct item *it = cache_meta_get(req->key, req->nkey, &g, &miss);
     struct proto_meta_item mi;
 
     /* As memcached: an mg with T counts as a touch when it hits, as a get
@@ -185,7 +186,7 @@ do_ms(struct dispatch_ctx *d, const struct proto_req *req)
     item_status_t st;
 
     STATS_INCR(d->stats, cmd_set);
-    st = item_alloc(req->key, req->nkey, m->client_flags, clock_exptime(m->ttl),
+    st = cache_alloc(req->key, req->nkey, m->client_flags, clock_exptime(m->ttl),
                     req->vlen, &it);
     if (st != ITEM_OK) {
         dispatch_reply_line(d, st == ITEM_TOO_LARGE ?
@@ -232,7 +233,7 @@ dispatch_meta_data_done(struct dispatch_ctx *d)
         .key_binary = d->ms.key_binary,
     };
     dispatch_log_lookup(d, item_key(it), item_nkey(it));
-    item_status_t st = item_store_meta(it, d->ms.op, &sm);
+    item_status_t st = cache_store_meta(it, d->ms.op, &sm);
     /* A compared set or replace is a cas in memcached's counters. */
     if (sm.has_cas && (d->ms.op == ITEM_OP_SET || d->ms.op == ITEM_OP_REPLACE)) {
         dispatch_count_cas(d, st, slab_cls_of(it));
@@ -305,13 +306,13 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     rel_time_t exptime = clock_exptime(flag_after(m, 'N', 'T') ? m->vivify_ttl :
                                        proto_meta_has(m, 'T') ? m->ttl : m->vivify_ttl);
 
-    if (item_alloc(req->key, req->nkey, 0, exptime, (uint32_t)n, &it) != ITEM_OK) {
+    if (cache_alloc(req->key, req->nkey, 0, exptime, (uint32_t)n, &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
     }
     memcpy(item_value(it), digits, (size_t)n);
     memcpy(item_value(it) + n, "\r\n", 2);
     struct item_store_meta sm = { .key_binary = m->key_binary };
-    item_status_t st = item_store_meta(it, ITEM_OP_ADD, &sm);
+    item_status_t st = cache_store_meta(it, ITEM_OP_ADD, &sm);
     if (st == ITEM_OK) {
         *value = m->initial;
         am->cas_out = sm.cas_out;
@@ -337,7 +338,7 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     struct proto_meta_item mi;
 
     dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_arith_meta(req->key, req->nkey, incr, m->delta, &value,
+    item_status_t st = cache_arith_meta(req->key, req->nkey, incr, m->delta, &value,
                                        &cls, &am);
     /* A miss that vivifies is no miss in memcached's counters. */
     if (!(st == ITEM_NOT_FOUND && proto_meta_has(m, 'N'))) {

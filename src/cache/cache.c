@@ -1,0 +1,177 @@
+/*
+ * cache.c -- allocate, else reclaim, else evict, retry (see cache.h).
+ *
+ * Storage answers a rebuild it cannot finish under its lock with
+ * ITEM_NEED_MEMORY (struct item_rebuild): the loops here allocate for it
+ * with eviction, holding no lock, and call it again. A rebuild that loses
+ * a race (ITEM_RETRY: the key changed while unlocked) starts over, a
+ * bounded number of times: a failed round frees its chunk, which the next
+ * round's locked attempt can take, so running out of rounds means memory
+ * is contended, not that the key is gone. It is reported as a failed
+ * allocation (which the client sees as NOT_STORED, memcached's answer when
+ * an append cannot allocate).
+ */
+#include "cache.h"
+
+#include "evict.h"
+#include "item.h"
+#include "slab.h"
+
+#define CACHE_ALLOC_TRIES   8   /* evict/allocate rounds before giving up */
+#define CACHE_REBUILD_TRIES 8   /* rebuild rounds lost to races before giving up */
+
+/* Running low while memory is full: let the background evictor refill. */
+static void
+cache_note_low(uint8_t cls)
+{
+    if (cls != 0 && evict_bg_reserve() > 0 && slab_class_free(cls) < evict_bg_target(cls) &&
+        slab_at_limit()) {
+        evict_bg_notify(cls);
+    }
+}
+
+item_status_t
+cache_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
+            uint32_t vlen, struct item **out)
+{
+    uint8_t cls = item_class_of(nkey, vlen);
+    item_status_t st = ITEM_NO_MEMORY;
+
+    /* A failed eviction is retried once: the CLOCK hand has moved past
+     * whatever was busy (e.g. values still being sent), so a second sweep
+     * usually finds something. */
+    for (int tries = 0, failed = 0; tries < CACHE_ALLOC_TRIES; tries++) {
+        st = item_alloc_try(key, nkey, flags, exptime, vlen, out);
+        if (st != ITEM_NO_MEMORY) {
+            break;
+        }
+        if (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2) {
+            break;
+        }
+    }
+    if (st == ITEM_NO_MEMORY) {
+        item_note_outofmemory(cls);
+    } else if (st == ITEM_OK) {
+        cache_note_low(cls);
+    }
+    return st;
+}
+
+/* ITEM_NEED_MEMORY answered: allocate what the rebuild asks for. */
+static item_status_t
+cache_rebuild_alloc(struct item_rebuild *rb)
+{
+    rb->need = false;
+    item_status_t st = cache_alloc(rb->key, rb->nkey, rb->flags, rb->exptime, rb->vlen,
+                                   &rb->fresh);
+    if (st != ITEM_OK) {
+        item_rebuild_drop(rb);
+    }
+    return st;
+}
+
+/* One rebuilding operation, called again with the same rb until done. */
+typedef item_status_t (*cache_step_fn)(void *arg, struct item_rebuild *rb);
+
+static item_status_t
+cache_rebuild(cache_step_fn step, void *arg)
+{
+    struct item_rebuild rb = { .old = NULL };
+
+    for (int round = 0; round < CACHE_REBUILD_TRIES; round++) {
+        item_status_t st = step(arg, &rb);
+        if (st == ITEM_NEED_MEMORY) {
+            st = cache_rebuild_alloc(&rb);
+            if (st != ITEM_OK) {
+                return st;
+            }
+            st = step(arg, &rb);
+        }
+        cache_note_low(rb.cls);
+        if (st != ITEM_RETRY) {
+            return st;
+        }
+    }
+    return ITEM_NO_MEMORY;
+}
+
+struct store_args {
+    struct item            *it;
+    item_store_op_t         op;
+    struct item_store_meta *m;
+};
+
+static item_status_t
+store_step(void *arg, struct item_rebuild *rb)
+{
+    struct store_args *a = arg;
+
+    return item_store_meta(a->it, a->op, a->m, rb);
+}
+
+item_status_t
+cache_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m)
+{
+    struct store_args a = { .it = it, .op = op, .m = m };
+
+    return cache_rebuild(store_step, &a);
+}
+
+item_status_t
+cache_store(struct item *it, item_store_op_t op, uint64_t cas_in)
+{
+    struct item_store_meta m = { .has_cas = op == ITEM_OP_CAS,
+                                 .cas = op == ITEM_OP_CAS ? cas_in : 0 };
+
+    return cache_store_meta(it, op, &m);
+}
+
+struct arith_args {
+    const char             *key;
+    size_t                  nkey;
+    bool                    incr;
+    uint64_t                delta;
+    uint64_t               *result;
+    uint8_t                *cls;
+    struct item_arith_meta *m;
+};
+
+static item_status_t
+arith_step(void *arg, struct item_rebuild *rb)
+{
+    struct arith_args *a = arg;
+
+    return item_arith_meta(a->key, a->nkey, a->incr, a->delta, a->result, a->cls, a->m, rb);
+}
+
+item_status_t
+cache_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
+                 uint64_t *result, uint8_t *cls, struct item_arith_meta *m)
+{
+    struct arith_args a = { .key = key, .nkey = nkey, .incr = incr, .delta = delta,
+                            .result = result, .cls = cls, .m = m };
+
+    return cache_rebuild(arith_step, &a);
+}
+
+item_status_t
+cache_arith(const char *key, size_t nkey, bool incr, uint64_t delta,
+            uint64_t *result, uint8_t *cls)
+{
+    return cache_arith_meta(key, nkey, incr, delta, result, cls, NULL);
+}
+
+struct item *
+cache_meta_get(const char *key, size_t nkey, struct item_meta_get *m, item_miss_t *miss)
+{
+    struct item_rebuild rb = { .old = NULL };
+    struct item *it = item_meta_get(key, nkey, m, miss, &rb);
+
+    /* A vivify with no free chunk: allocate unlocked and look again (the
+     * second look links it, or finds what another client stored). */
+    if (it == NULL && rb.need && cache_rebuild_alloc(&rb) == ITEM_OK) {
+        it = item_meta_get(key, nkey, m, miss, &rb);
+    }
+    cache_note_low(rb.cls);
+    return it;
+}
