@@ -299,7 +299,7 @@ main(int argc, char **argv)
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_INIT, reserved_fds());
-    logger_setup(settings.watcher_logbuf);
+    logger_setup((uint32_t)settings.watcher_logbuf_kb * 1024);
     item_set_evict_hook(admin_evict_hook);
     if (crawler_setup(settings.lru_crawler) != 0) {
         fprintf(stderr, "slabcache: cannot start the LRU crawler\n");

@@ -1,10 +1,15 @@
 /*
- * settings.h -- command line options, declared once in an X-macro table.
+ * settings.h -- every option, command line and extended (-o), declared
+ * once in an X-macro table.
  *
- * Each row generates a field of struct settings, its default, its short
- * and long option and its help line, so adding an option is one line.
- * Flags are memcached's; invalid values are rejected (exit EX_USAGE)
- * rather than silently replaced by a default.
+ * Each row generates a field of struct settings, its default, its parsing
+ * (kind and range), its --help line and names the `stats settings` line
+ * that reports it. `--help` and the parser are generated from the table;
+ * the README's option table, the man page (slabcache.1) and `stats
+ * settings` are checked against `--help` by tests/integration/
+ * test_options.py. So adding an option is one row (and the module call
+ * that uses it in src/main.c). Flags are memcached's; invalid values are
+ * rejected (exit EX_USAGE) rather than silently replaced by a default.
  */
 #ifndef SC_SETTINGS_H
 #define SC_SETTINGS_H
@@ -13,65 +18,73 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Option value kinds: how the argument is parsed and the field's C type. */
-#define SETTINGS_CTYPE_INT   long
-#define SETTINGS_CTYPE_OCT   long
-#define SETTINGS_CTYPE_SIZE  long
-#define SETTINGS_CTYPE_REAL  double
-#define SETTINGS_CTYPE_FLAG  bool
-#define SETTINGS_CTYPE_COUNT long
-#define SETTINGS_CTYPE_STR   const char *
+/*
+ * Kinds: how the argument is parsed and the field's C type. Command line:
+ * INT, OCT (octal), SIZE (k/m/g suffix), REAL, FLAG (no argument), COUNT
+ * (-v, -vv), STR. Extended, the name given to -o: XNUM (name=N), XBOOL
+ * (name=0|1), XSWITCH (name turns it on, no_name off).
+ */
+#define SETTINGS_CTYPE_INT     long
+#define SETTINGS_CTYPE_OCT     long
+#define SETTINGS_CTYPE_SIZE    long
+#define SETTINGS_CTYPE_REAL    double
+#define SETTINGS_CTYPE_FLAG    bool
+#define SETTINGS_CTYPE_COUNT   long
+#define SETTINGS_CTYPE_STR     const char *
+#define SETTINGS_CTYPE_XNUM    long
+#define SETTINGS_CTYPE_XBOOL   bool
+#define SETTINGS_CTYPE_XSWITCH bool
 
-/*  field            kind   short long                   default      min  max         help */
-#define SETTINGS_OPTIONS(X)                                                                 \
-    X(port,            INT,   'p', "port",                11211,       0,   65535,       "TCP port to listen on") \
-    X(listen_addr,     STR,   'l', "listen",              "127.0.0.1", 0,   0,           "interface to listen on") \
-    X(udp_port,        INT,   'U', "udp-port",            0,           0,   65535,       "UDP port (0 = off; UDP is not served yet)") \
-    X(socket_path,     STR,   's', "unix-socket",         NULL,        0,   0,           "UNIX socket path (disables TCP)") \
-    X(socket_mask,     OCT,   'a', "unix-mask",           0700,        0,   0777,        "access mask for the UNIX socket, octal") \
-    X(memory_mb,       INT,   'm', "memory-limit",        64,          1,   1048576,     "item memory in megabytes") \
-    X(no_evict,        FLAG,  'M', "disable-evictions",   false,       0,   0,           "return errors instead of evicting") \
-    X(max_conns,       INT,   'c', "conn-limit",          1024,        1,   1048576,     "max simultaneous connections") \
-    X(threads,         INT,   't', "threads",             4,           1,   64,          "number of worker threads") \
-    X(item_size_max,   SIZE,  'I', "max-item-size",       1048576,     1024, 1073741824, "max item size = slab size (k/m suffix)") \
-    X(factor,          REAL,  'f', "slab-growth-factor",  1.08,        1,   100,         "chunk size growth factor (> 1.0)") \
-    X(chunk_min,       INT,   'n', "slab-min-size",       48,          1,   1048576,     "minimum space for key+value+flags") \
-    X(cas_disabled,    FLAG,  'C', "disable-cas",         false,       0,   0,           "disable CAS") \
-    X(reqs_per_event,  INT,   'R', "max-reqs-per-event",  20,          1,   1000000,     "max requests handled per read event") \
-    X(backlog,         INT,   'b', "listen-backlog",      1024,        1,   1048576,     "listen backlog") \
-    X(shutdown_ok,     FLAG,  'A', "enable-shutdown",     false,       0,   0,           "enable the shutdown command") \
-    X(flush_disabled,  FLAG,  'F', "disable-flush-all",   false,       0,   0,           "refuse the flush_all command") \
-    X(dump_disabled,   FLAG,  'X', "disable-dumping",     false,       0,   0,           "refuse stats cachedump and lru_crawler metadump") \
-    X(watch_disabled,  FLAG,  'W', "disable-watch",       false,       0,   0,           "refuse the watch command") \
-    X(daemonize,       FLAG,  'd', "daemon",              false,       0,   0,           "run as a daemon") \
-    X(pid_file,        STR,   'P', "pidfile",             NULL,        0,   0,           "write the process id to this file") \
-    X(user,            STR,   'u', "user",                NULL,        0,   0,           "drop privileges to this user") \
-    X(verbose,         COUNT, 'v', "verbose",             0,           0,   2,           "log startup and shutdown lines (-v; -vv adds nothing more yet)") \
-    X(extended,        STR,   'o', "extended",            NULL,        0,   0,           "comma separated extended options") \
-    X(protocol,        STR,   'B', "protocol",            "auto",      0,   0,           "protocol: auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
-    X(eviction,        STR,   0,   "eviction",            "lrc,lru",   0,   0,           "eviction policies in order: lru, random, lra, lrc, none")
+/*  field             kind     short name (long / -o)      default      min   max         stats settings       help */
+#define SETTINGS_OPTIONS(X)                                                                                        \
+    X(port,            INT,     'p', "port",                11211,       0,    65535,       "tcpport",           "TCP port to listen on") \
+    X(listen_addr,     STR,     'l', "listen",              "127.0.0.1", 0,    0,           "inter",             "interface(s) to listen on, comma-separated") \
+    X(udp_port,        INT,     'U', "udp-port",            0,           0,    65535,       "udpport",           "UDP port (0 = off; UDP is not served yet)") \
+    X(socket_path,     STR,     's', "unix-socket",         NULL,        0,    0,           "domain_socket",     "UNIX socket path (disables TCP)") \
+    X(socket_mask,     OCT,     'a', "unix-mask",           0700,        0,    0777,        "umask",             "access mask for the UNIX socket, octal") \
+    X(memory_mb,       INT,     'm', "memory-limit",        64,          1,    1048576,     "maxbytes",          "item memory in megabytes") \
+    X(no_evict,        FLAG,    'M', "disable-evictions",   false,       0,    0,           "evictions",         "return errors instead of evicting") \
+    X(max_conns,       INT,     'c', "conn-limit",          1024,        1,    1048576,     "maxconns",          "max simultaneous connections") \
+    X(threads,         INT,     't', "threads",             4,           1,    64,          "num_threads",       "number of worker threads") \
+    X(item_size_max,   SIZE,    'I', "max-item-size",       1048576,     1024, 1073741824,  "item_size_max",     "max item size = slab size (k/m suffix)") \
+    X(factor,          REAL,    'f', "slab-growth-factor",  1.08,        1,    100,         "growth_factor",     "chunk size growth factor (> 1.0)") \
+    X(chunk_min,       INT,     'n', "slab-min-size",       48,          1,    1048576,     "chunk_size",        "minimum space for key+value+flags") \
+    X(cas_disabled,    FLAG,    'C', "disable-cas",         false,       0,    0,           "cas_enabled",       "disable CAS") \
+    X(reqs_per_event,  INT,     'R', "max-reqs-per-event",  20,          1,    1000000,     "reqs_per_event",    "max requests handled per read event") \
+    X(backlog,         INT,     'b', "listen-backlog",      1024,        1,    1048576,     "tcp_backlog",       "listen backlog") \
+    X(shutdown_ok,     FLAG,    'A', "enable-shutdown",     false,       0,    0,           "shutdown_command",  "enable the shutdown command") \
+    X(flush_disabled,  FLAG,    'F', "disable-flush-all",   false,       0,    0,           "flush_enabled",     "refuse the flush_all command") \
+    X(dump_disabled,   FLAG,    'X', "disable-dumping",     false,       0,    0,           "dump_enabled",      "refuse stats cachedump and lru_crawler metadump") \
+    X(watch_disabled,  FLAG,    'W', "disable-watch",       false,       0,    0,           "watch_enabled",     "refuse the watch command") \
+    X(daemonize,       FLAG,    'd', "daemon",              false,       0,    0,           NULL,                "run as a daemon") \
+    X(pid_file,        STR,     'P', "pidfile",             NULL,        0,    0,           NULL,                "write the process id to this file") \
+    X(user,            STR,     'u', "user",                NULL,        0,    0,           NULL,                "drop privileges to this user") \
+    X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v; -vv adds nothing more yet)") \
+    X(extended,        STR,     'o', "extended",            NULL,        0,    0,           NULL,                "comma separated extended options (the -o rows below)") \
+    X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
+    X(eviction,        STR,     0,   "eviction",            "lrc,lru",   0,    0,           "evictions_policy",  "eviction policies in order: lru, random, lra, lrc, none") \
+    X(hashpower,       XNUM,    0,   "hashpower",           16,          12,   32,          "hashpower_init",    "initial hash table size: 2^N buckets") \
+    X(slab_reassign,   XSWITCH, 0,   "slab_reassign",       true,        0,    1,           "slab_reassign",     "slabs may move between classes (no_slab_reassign: item-level eviction only)") \
+    X(automove,        XNUM,    0,   "slab_automove",       -1,          0,    2,           "slab_automove",     "memcached's mover levels as eviction stacks: 0 lru, 1 lra,lru, 2 lrc (default: --eviction)") \
+    X(first_slab,      XBOOL,   0,   "first_slab_past_limit", true,      0,    1,           "first_slab_past_limit", "a class's first slab is carved even past -m, as memcached's first page") \
+    X(slab_rescue,     XBOOL,   0,   "slab_rescue",         true,        0,    1,           "slab_rescue",       "a slab emptied for another class moves its recently read items to its class's coldest chunks") \
+    X(lru_crawler,     XSWITCH, 0,   "lru_crawler",         true,        0,    1,           "lru_crawler",       "run the crawler thread that lru_crawler crawl uses") \
+    X(crawler_sleep,   XNUM,    0,   "lru_crawler_sleep",   100,         0,    1000000,     "lru_crawler_sleep", "crawler pause between batches, microseconds") \
+    X(crawler_tocrawl, XNUM,    0,   "lru_crawler_tocrawl", 0,           0,    4294967295,  "lru_crawler_tocrawl", "items the crawler looks at per class and run (0 = all)") \
+    X(watcher_logbuf_kb, XNUM,  0,   "watcher_logbuf_size", 256,         1,    1048576,     "watcher_logbuf_size", "each watch connection's log buffer, KB") \
+    X(idle_timeout,    XNUM,    0,   "idle_timeout",        0,           0,    2147483647,  "idle_timeout",      "close connections idle for N seconds (0 = never)") \
+    X(bg_evict,        XBOOL,   0,   "bg_evict",            false,       0,    1,           "bg_evict",          "background evictor: keep free chunks in classes that allocate while memory is full") \
+    X(bg_reserve,      XNUM,    0,   "bg_evict_reserve",    64,          1,    1000000,     "bg_evict_reserve",  "free chunks the background evictor keeps per class") \
+    X(bg_batch,        XNUM,    0,   "bg_evict_batch",      32,          1,    10000,       "bg_evict_batch",    "items the background evictor frees per class-lock hold")
 
 struct settings {
-#define SETTINGS_FIELD(name, kind, s, l, def, min, max, help) SETTINGS_CTYPE_##kind name;
+#define SETTINGS_FIELD(name, kind, s, l, def, min, max, stat, help) SETTINGS_CTYPE_##kind name;
     SETTINGS_OPTIONS(SETTINGS_FIELD)
 #undef SETTINGS_FIELD
     /* derived at parse time */
     size_t   maxbytes;          /* memory_mb in bytes */
-    uint32_t hashpower;         /* -o hashpower=N (initial table size) */
-    bool     bg_evict;          /* -o bg_evict=0|1: background evictor */
-    uint32_t bg_reserve;        /* -o bg_evict_reserve=N free chunks/class */
-    uint32_t bg_batch;          /* -o bg_evict_batch=N items per lock hold */
-    uint32_t idle_timeout;      /* -o idle_timeout=N: close idle conns (0 = never) */
-    bool     slab_reassign;     /* -o [no_]slab_reassign: slabs may move */
     bool     binary_auto;       /* -B auto: a first byte 0x80 means binary */
     bool     binary_only;       /* -B binary */
-    bool     lru_crawler;       /* -o [no_]lru_crawler: crawler thread runs */
-    uint32_t crawler_sleep;     /* -o lru_crawler_sleep=us */
-    uint32_t crawler_tocrawl;   /* -o lru_crawler_tocrawl=N */
-    uint32_t watcher_logbuf;    /* -o watcher_logbuf_size=KB (bytes here) */
-    long     automove;          /* -o slab_automove=N, -1: not given */
-    bool     first_slab;        /* -o first_slab_past_limit=0|1 (slab.h) */
-    bool     slab_rescue;       /* -o slab_rescue=0|1 (item.h) */
 };
 
 extern struct settings settings;
@@ -86,5 +99,12 @@ typedef enum settings_rstatus {
 void               settings_defaults(void);
 settings_rstatus_t settings_parse(int argc, char **argv);
 void               settings_usage(void);
+/*
+ * Row i of the table for `stats settings`: its name there (*stat, NULL if
+ * none) and its value as text (numbers in decimal, -a's in octal, flags
+ * and switches yes/no). false past the last row. stats.c prints every row
+ * memcached does not, so a new option's line needs no code.
+ */
+bool               settings_row_stat(size_t i, const char **stat, char *buf, size_t cap);
 
 #endif

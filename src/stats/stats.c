@@ -357,6 +357,7 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "bg_evictor_runs", bg_runs);
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
+    emit_str(emit, ctx, "watch_enabled", settings.watch_disabled ? "no" : "yes");
     emit_str(emit, ctx, "slabcache_version", PACKAGE_VERSION);
 }
 
@@ -405,7 +406,7 @@ emit_fixed(stats_emit_fn emit, void *ctx, const struct fixed_setting *f)
 
 /* memcached's `stats settings`, field for field and in its order. */
 static void
-emit_settings(stats_emit_fn emit, void *ctx)
+emit_settings_memcached(stats_emit_fn emit, void *ctx)
 {
     char buf[EVICT_NAMES_MAX];
 
@@ -452,17 +453,61 @@ emit_settings(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "hash_algorithm", "murmur3");
     emit_fixed(emit, ctx, lru_fixed);
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
-    emit_u64(emit, ctx, "watcher_logbuf_size", settings.watcher_logbuf);
+    emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);
-    /* slabcache's own. */
+    /* slabcache's own that are not rows of the option table as such. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());
-    emit_str(emit, ctx, "first_slab_past_limit", slab_first_past_limit() ? "yes" : "no");
-    emit_str(emit, ctx, "slab_rescue", item_slab_rescue() ? "yes" : "no");
     evict_names(buf, sizeof(buf));
     emit_str(emit, ctx, "evictions_policy", buf);
-    emit_str(emit, ctx, "bg_evict", settings.bg_evict ? "yes" : "no");
-    emit_u64(emit, ctx, "bg_evict_reserve", settings.bg_reserve);
-    emit_u64(emit, ctx, "bg_evict_batch", settings.bg_batch);
+    emit_str(emit, ctx, "watch_enabled", settings.watch_disabled ? "no" : "yes");
+}
+
+/* The names emit_settings_memcached() wrote, so the option table's other
+ * rows can follow without repeating one. */
+struct settings_seen {
+    stats_emit_fn emit;
+    void         *ctx;
+    const char   *names[128];
+    size_t        n;
+};
+
+static void
+settings_seen_emit(void *ctx, const char *name, const char *value)
+{
+    struct settings_seen *seen = ctx;
+
+    if (seen->n < sizeof(seen->names) / sizeof(seen->names[0])) {
+        seen->names[seen->n++] = name;
+    }
+    seen->emit(seen->ctx, name, value);
+}
+
+static bool
+settings_seen_has(const struct settings_seen *seen, const char *name)
+{
+    for (size_t i = 0; i < seen->n; i++) {
+        if (strcmp(seen->names[i], name) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* memcached's fields in its order, then every other row of the option
+ * table (settings.h) with a `stats settings` name, as the table renders it. */
+static void
+emit_settings(stats_emit_fn emit, void *ctx)
+{
+    struct settings_seen seen = { .emit = emit, .ctx = ctx, .n = 0 };
+    const char *stat;
+    char buf[128];
+
+    emit_settings_memcached(settings_seen_emit, &seen);
+    for (size_t i = 0; settings_row_stat(i, &stat, buf, sizeof(buf)); i++) {
+        if (stat != NULL && !settings_seen_has(&seen, stat)) {
+            emit(ctx, stat, buf);
+        }
+    }
 }
 
 static void

@@ -1,9 +1,14 @@
 /*
- * settings.c -- parse memcached-compatible command line options.
+ * settings.c -- parse memcached-compatible command line and extended (-o)
+ * options.
  *
  * The option table lives in settings.h (SETTINGS_OPTIONS); this file turns
- * it into getopt_long tables, parses each argument strictly by its kind and
- * range, and reports the first invalid value on one line.
+ * it into getopt_long tables, an -o parser and the --help text, parses
+ * each argument strictly by its kind and range, and reports the first
+ * invalid value on one line. memcached's -o names that are not options
+ * here (no-ops in memcached too, or mechanisms slabcache does not have)
+ * are in one more table below, each with what it does or why it is
+ * refused.
  */
 #include "settings.h"
 
@@ -19,46 +24,109 @@
 struct settings settings;
 
 typedef enum opt_kind {
-    KIND_INT, KIND_OCT, KIND_SIZE, KIND_REAL, KIND_FLAG, KIND_COUNT, KIND_STR
+    KIND_INT, KIND_OCT, KIND_SIZE, KIND_REAL, KIND_FLAG, KIND_COUNT, KIND_STR,
+    KIND_XNUM, KIND_XBOOL, KIND_XSWITCH
 } opt_kind_t;
 
 struct opt_desc {
-    const char *long_name;
+    const char *name;           /* long option, or the -o name */
     int         short_name;
     opt_kind_t  kind;
     double      min, max;
+    const char *stat;           /* its `stats settings` line, or NULL */
     const char *help;
     void       *field;
 };
 
-#define OPT_DESC(name, kind, s, l, def, mn, mx, hlp) \
-    { l, s, KIND_##kind, mn, mx, hlp, &settings.name },
+#define OPT_DESC(field, kind, s, l, def, mn, mx, st, hlp) \
+    { l, s, KIND_##kind, mn, mx, st, hlp, &settings.field },
 static const struct opt_desc opt_table[] = { SETTINGS_OPTIONS(OPT_DESC) };
 #undef OPT_DESC
 
 #define OPT_COUNT (sizeof(opt_table) / sizeof(opt_table[0]))
 #define OPT_LONG_ONLY_BASE 256
 
+static bool
+opt_is_ext(const struct opt_desc *d)
+{
+    return d->kind == KIND_XNUM || d->kind == KIND_XBOOL || d->kind == KIND_XSWITCH;
+}
+
 void
 settings_defaults(void)
 {
-#define SET_DEFAULT(name, kind, s, l, def, mn, mx, hlp) settings.name = def;
+#define SET_DEFAULT(field, kind, s, l, def, mn, mx, st, hlp) settings.field = def;
     SETTINGS_OPTIONS(SET_DEFAULT)
 #undef SET_DEFAULT
-    settings.hashpower = 16;
-    settings.bg_evict = false;
-    settings.bg_reserve = 64;
-    settings.bg_batch = 32;
-    settings.idle_timeout = 0;
-    settings.slab_reassign = true;
-    settings.lru_crawler = true;
-    settings.crawler_sleep = 100;
-    settings.crawler_tocrawl = 0;
-    settings.watcher_logbuf = 256 * 1024;
-    settings.automove = -1;
-    settings.first_slab = true;
-    settings.slab_rescue = true;
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
+    settings.binary_auto = true;
+    settings.binary_only = false;
+}
+
+bool
+settings_row_stat(size_t i, const char **stat, char *buf, size_t cap)
+{
+    if (i >= OPT_COUNT) {
+        return false;
+    }
+    const struct opt_desc *d = &opt_table[i];
+    *stat = d->stat;
+    switch (d->kind) {
+    case KIND_INT: case KIND_SIZE: case KIND_XNUM: case KIND_COUNT:
+        snprintf(buf, cap, "%ld", *(long *)d->field);
+        break;
+    case KIND_OCT:
+        snprintf(buf, cap, "%lo", (unsigned long)*(long *)d->field);
+        break;
+    case KIND_REAL:
+        snprintf(buf, cap, "%.2f", *(double *)d->field);
+        break;
+    case KIND_FLAG: case KIND_XBOOL: case KIND_XSWITCH:
+        snprintf(buf, cap, "%s", *(bool *)d->field ? "yes" : "no");
+        break;
+    case KIND_STR:
+        snprintf(buf, cap, "%s", *(const char **)d->field != NULL ?
+                 *(const char **)d->field : "NULL");
+        break;
+    }
+    return true;
+}
+
+/* The default as --help prints it (the table's, formatted by kind). */
+static void
+opt_default_text(const struct opt_desc *d, char *buf, size_t cap)
+{
+    struct settings saved = settings;
+
+    settings_defaults();
+    buf[0] = '\0';
+    switch (d->kind) {
+    case KIND_INT: case KIND_SIZE: case KIND_XNUM:
+        if (*(long *)d->field >= (long)d->min) {
+            snprintf(buf, cap, "%ld", *(long *)d->field);
+        }
+        break;
+    case KIND_OCT:
+        snprintf(buf, cap, "0%lo", (unsigned long)*(long *)d->field);
+        break;
+    case KIND_REAL:
+        snprintf(buf, cap, "%.2f", *(double *)d->field);
+        break;
+    case KIND_XBOOL:
+        snprintf(buf, cap, "%d", *(bool *)d->field ? 1 : 0);
+        break;
+    case KIND_XSWITCH:
+        snprintf(buf, cap, "%s", *(bool *)d->field ? "on" : "off");
+        break;
+    case KIND_STR:
+        if (*(const char **)d->field != NULL) {
+            snprintf(buf, cap, "%s", *(const char **)d->field);
+        }
+        break;
+    case KIND_FLAG: case KIND_COUNT:
+        break;
+    }
+    settings = saved;
 }
 
 static int
@@ -125,7 +193,7 @@ apply_option(const struct opt_desc *d, const char *arg)
     if (d->short_name) {
         snprintf(name, sizeof(name), "-%c", d->short_name);
     } else {
-        snprintf(name, sizeof(name), "--%s", d->long_name);
+        snprintf(name, sizeof(name), "--%s", d->name);
     }
 
     switch (d->kind) {
@@ -143,6 +211,10 @@ apply_option(const struct opt_desc *d, const char *arg)
         }
         *(const char **)d->field = arg;
         return 0;
+    case KIND_XNUM:
+    case KIND_XBOOL:
+    case KIND_XSWITCH:
+        return -1;              /* -o rows: apply_ext_row() */
     case KIND_INT:
     case KIND_OCT:
         if (!parse_long(arg, d->kind == KIND_OCT ? 8 : 10, &lv)) {
@@ -177,80 +249,50 @@ apply_option(const struct opt_desc *d, const char *arg)
 }
 
 /*
- * memcached's extended (-o) options. Every one memcached 1.6.18 knows has a
- * row: it works here (a number in range, or a switch), or memcached itself
- * ignores it, or it is refused with the reason (a mechanism slabcache does
- * not have). None is accepted and silently ignored. notes/compatibility.md
- * lists them.
+ * memcached's extended (-o) names that are not options of slabcache's
+ * table: spellings that mean something here (no_slab_automove, no_modern),
+ * names memcached 1.6.18 itself ignores or that name what slabcache always
+ * does, and mechanisms slabcache does not have, refused with the reason.
+ * Every name memcached 1.6.18 knows is in one of the two tables; none is
+ * accepted and silently ignored. notes/compatibility.md lists them.
  */
-typedef enum ext_kind {
-    EXT_NUM,                    /* name=N, N in [min, max] */
-    EXT_SWITCH,                 /* bare name */
-    EXT_NOOP,                   /* memcached 1.6.18 ignores it too */
-    EXT_REFUSED,                /* why: the reason */
-} ext_kind_t;
+typedef enum compat_kind {
+    COMPAT_SWITCH,              /* bare name: apply() */
+    COMPAT_NOOP,                /* memcached 1.6.18 ignores it too */
+    COMPAT_REFUSED,             /* why: the reason */
+} compat_kind_t;
 
-struct ext_opt {
-    const char *name;
-    ext_kind_t  kind;
-    long        min, max;
-    void      (*apply)(long v);
-    const char *why;
+struct compat_opt {
+    const char   *name;
+    compat_kind_t kind;
+    void        (*apply)(void);
+    const char   *why;
 };
 
-static void set_hashpower(long v)    { settings.hashpower = (uint32_t)v; }
-static void set_bg_evict(long v)     { settings.bg_evict = v != 0; }
-static void set_bg_reserve(long v)   { settings.bg_reserve = (uint32_t)v; }
-static void set_bg_batch(long v)     { settings.bg_batch = (uint32_t)v; }
-static void set_idle_timeout(long v) { settings.idle_timeout = (uint32_t)v; }
-static void set_automove(long v)     { settings.automove = v; }
-static void set_crawl_sleep(long v)  { settings.crawler_sleep = (uint32_t)v; }
-static void set_tocrawl(long v)      { settings.crawler_tocrawl = (uint32_t)v; }
-static void set_watch_buf(long v)    { settings.watcher_logbuf = (uint32_t)v * 1024; }
-static void set_reassign(long v)     { settings.slab_reassign = v != 0; }
-static void set_first_slab(long v)   { settings.first_slab = v != 0; }
-static void set_slab_rescue(long v)  { settings.slab_rescue = v != 0; }
-static void set_crawler(long v)      { settings.lru_crawler = v != 0; }
-static void set_no_automove(long v)  { (void)v; settings.automove = 0; }
+static void set_no_automove(void)   { settings.automove = 0; }
 /* memcached 1.4's defaults: no slab moves, no crawler; items are never
  * chunked here anyway. */
-static void set_no_modern(long v)
+static void set_no_modern(void)
 {
-    (void)v;
     settings.slab_reassign = false;
     settings.lru_crawler = false;
 }
-static void set_nothing(long v)      { (void)v; }
+static void set_nothing(void)       { }
 
-#define NUM(n, lo, hi, fn)  { n, EXT_NUM, lo, hi, fn, NULL }
-#define SWITCH(n, v, fn)    { n, EXT_SWITCH, v, v, fn, NULL }
-#define NOOP(n)             { n, EXT_NOOP, 0, 0, NULL, NULL }
-#define REFUSED(n, why)     { n, EXT_REFUSED, 0, 0, NULL, why }
+#define SWITCH(n, fn)       { n, COMPAT_SWITCH, fn, NULL }
+#define NOOP(n)             { n, COMPAT_NOOP, NULL, NULL }
+#define REFUSED(n, why)     { n, COMPAT_REFUSED, NULL, why }
 
 static const char NO_SEGMENTS[] = "slabcache has no segmented LRU (one CLOCK per class)";
 static const char NO_MOVER[] = "slabcache moves slabs by eviction policy (--eviction), not a page mover";
 static const char GEOMETRY[] = "slab geometry is set with -I, -f and -n";
 
-static const struct ext_opt ext_opts[] = {
-    NUM("hashpower", 12, 32, set_hashpower),
-    NUM("bg_evict", 0, 1, set_bg_evict),
-    NUM("bg_evict_reserve", 1, 1000000, set_bg_reserve),
-    NUM("bg_evict_batch", 1, 10000, set_bg_batch),
-    NUM("idle_timeout", 0, INT32_MAX, set_idle_timeout),
-    NUM("slab_automove", 0, 2, set_automove),
-    NUM("lru_crawler_sleep", 0, 1000000, set_crawl_sleep),
-    NUM("lru_crawler_tocrawl", 0, UINT32_MAX, set_tocrawl),
-    NUM("watcher_logbuf_size", 1, 1048576, set_watch_buf),
-    NUM("first_slab_past_limit", 0, 1, set_first_slab),
-    NUM("slab_rescue", 0, 1, set_slab_rescue),
-    SWITCH("slab_reassign", 1, set_reassign),
-    SWITCH("no_slab_reassign", 0, set_reassign),
-    SWITCH("no_slab_automove", 0, set_no_automove),
-    SWITCH("lru_crawler", 1, set_crawler),
-    SWITCH("no_lru_crawler", 0, set_crawler),
+static const struct compat_opt compat_opts[] = {
+    SWITCH("no_slab_automove", set_no_automove),
+    SWITCH("no_modern", set_no_modern),
     /* What slabcache always does: */
-    SWITCH("maxconns_fast", 1, set_nothing),
-    SWITCH("no_lru_maintainer", 0, set_nothing),
+    SWITCH("maxconns_fast", set_nothing),
+    SWITCH("no_lru_maintainer", set_nothing),
     NOOP("modern"),
     NOOP("inline_ascii_resp"),
     NOOP("no_inline_ascii_resp"),
@@ -266,7 +308,6 @@ static const struct ext_opt ext_opts[] = {
     REFUSED("slab_sizes", GEOMETRY),
     REFUSED("slab_chunk_max", GEOMETRY),
     REFUSED("no_chunked_items", GEOMETRY),
-    SWITCH("no_modern", 0, set_no_modern),
     REFUSED("no_maxconns_fast", "connections past -c are always refused at once"),
     REFUSED("no_hashexpand", "the hash table always grows"),
     REFUSED("worker_logbuf_size", "watch lines go straight to each watcher's buffer"),
@@ -287,21 +328,80 @@ apply_hash_algorithm(const char *value)
     return 0;
 }
 
-static const struct ext_opt *
-ext_find(const char *name, size_t n)
+static bool
+name_is(const char *want, const char *name, size_t n)
 {
-    for (size_t i = 0; i < sizeof(ext_opts) / sizeof(ext_opts[0]); i++) {
-        if (strlen(ext_opts[i].name) == n && memcmp(ext_opts[i].name, name, n) == 0) {
-            return &ext_opts[i];
+    return strlen(want) == n && memcmp(want, name, n) == 0;
+}
+
+/* The table's -o row for name (*on false: an XSWITCH's no_ spelling). */
+static const struct opt_desc *
+ext_find(const char *name, size_t n, bool *on)
+{
+    for (size_t i = 0; i < OPT_COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+        if (!opt_is_ext(d)) {
+            continue;
+        }
+        *on = true;
+        if (name_is(d->name, name, n)) {
+            return d;
+        }
+        if (d->kind == KIND_XSWITCH && n > 3 && memcmp(name, "no_", 3) == 0 &&
+            name_is(d->name, name + 3, n - 3)) {
+            *on = false;
+            return d;
         }
     }
     return NULL;
+}
+
+static const struct compat_opt *
+compat_find(const char *name, size_t n)
+{
+    for (size_t i = 0; i < sizeof(compat_opts) / sizeof(compat_opts[0]); i++) {
+        if (name_is(compat_opts[i].name, name, n)) {
+            return &compat_opts[i];
+        }
+    }
+    return NULL;
+}
+
+/* One of the table's -o rows. */
+static int
+apply_ext_row(const struct opt_desc *d, bool on, bool has_value, const char *value)
+{
+    long v;
+
+    if (d->kind == KIND_XSWITCH) {
+        if (has_value) {
+            return usage_error(d->name, value, "takes no value");
+        }
+        *(bool *)d->field = on;
+        return 0;
+    }
+    if (!has_value && d->field == &settings.automove) {
+        settings.automove = 1;  /* memcached: bare slab_automove means 1 */
+        return 0;
+    }
+    if (!parse_long(value, 10, &v) || v < (long)d->min || v > (long)d->max) {
+        char why[64];
+        snprintf(why, sizeof(why), "must be between %ld and %ld", (long)d->min, (long)d->max);
+        return usage_error(d->name, value, why);
+    }
+    if (d->kind == KIND_XBOOL) {
+        *(bool *)d->field = v != 0;
+    } else {
+        *(long *)d->field = v;
+    }
+    return 0;
 }
 
 static int
 apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
 {
     char opt[64];
+    bool on;
     snprintf(opt, sizeof(opt), "%.*s", (int)nlen, name);
 
     if (strcmp(opt, "hash_algorithm") == 0) {
@@ -311,35 +411,25 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
         strncmp(opt, "proxy_", 6) == 0) {
         return usage_error("-o", opt, "TLS, extstore and the proxy are not supported yet");
     }
-    const struct ext_opt *e = ext_find(name, nlen);
-    if (e == NULL) {
+    const struct opt_desc *d = ext_find(name, nlen, &on);
+    if (d != NULL) {
+        return apply_ext_row(d, on, has_value, value);
+    }
+    const struct compat_opt *c = compat_find(name, nlen);
+    if (c == NULL) {
         return usage_error("-o", opt, "unknown extended option");
     }
-    switch (e->kind) {
-    case EXT_NUM: {
-        long v;
-        if (!has_value && strcmp(e->name, "slab_automove") == 0) {
-            e->apply(1);        /* memcached: bare slab_automove means 1 */
-            return 0;
-        }
-        if (!parse_long(value, 10, &v) || v < e->min || v > e->max) {
-            char why[64];
-            snprintf(why, sizeof(why), "must be between %ld and %ld", e->min, e->max);
-            return usage_error(e->name, value, why);
-        }
-        e->apply(v);
-        return 0;
-    }
-    case EXT_SWITCH:
+    switch (c->kind) {
+    case COMPAT_SWITCH:
         if (has_value) {
-            return usage_error(e->name, value, "takes no value");
+            return usage_error(c->name, value, "takes no value");
         }
-        e->apply(e->min);
+        c->apply();
         return 0;
-    case EXT_NOOP:
+    case COMPAT_NOOP:
         return 0;
-    case EXT_REFUSED:
-        return usage_error("-o", opt, e->why);
+    case COMPAT_REFUSED:
+        return usage_error("-o", opt, c->why);
     }
     return -1;
 }
@@ -436,23 +526,65 @@ check_consistency(void)
     return 0;
 }
 
+/* One --help line: the option, its help, its default and range, and the
+ * `stats settings` line that reports it (tests/integration/test_options.py
+ * reads these lines to check the README, the man page and the stats). */
+static void
+usage_line(const struct opt_desc *d)
+{
+    char flag[64], def[64], extra[160];
+    const char *arg = "";
+    size_t n = 0;
+
+    switch (d->kind) {
+    case KIND_FLAG: case KIND_COUNT: case KIND_XSWITCH: break;
+    case KIND_STR: arg = "=<str>"; break;
+    case KIND_XBOOL: arg = "=<0|1>"; break;
+    default: arg = "=<num>"; break;
+    }
+    if (opt_is_ext(d)) {
+        snprintf(flag, sizeof(flag), "    -o %s%s%s", d->kind == KIND_XSWITCH ? "[no_]" : "",
+                 d->name, arg);
+    } else if (d->short_name) {
+        snprintf(flag, sizeof(flag), "-%c, --%s%s", d->short_name, d->name, arg);
+    } else {
+        snprintf(flag, sizeof(flag), "    --%s%s", d->name, arg);
+    }
+    opt_default_text(d, def, sizeof(def));
+    extra[0] = '\0';
+    if (def[0] != '\0') {
+        n += (size_t)snprintf(extra + n, sizeof(extra) - n, " [default %s]", def);
+    }
+    if (d->kind == KIND_INT || d->kind == KIND_SIZE || d->kind == KIND_XNUM) {
+        n += (size_t)snprintf(extra + n, sizeof(extra) - n, " [range %ld-%ld]",
+                              (long)d->min, (long)d->max);
+    }
+    if (d->stat != NULL) {
+        snprintf(extra + n, sizeof(extra) - n, " [stats settings: %s]", d->stat);
+    }
+    printf("%-34s %s%s\n", flag, d->help, extra);
+}
+
 void
 settings_usage(void)
 {
     printf("%s %s\n", PACKAGE_NAME, PACKAGE_VERSION);
     for (size_t i = 0; i < OPT_COUNT; i++) {
-        const struct opt_desc *d = &opt_table[i];
-        const char *arg = (d->kind == KIND_FLAG || d->kind == KIND_COUNT) ? "" : "=<arg>";
-        if (d->short_name) {
-            printf("-%c, --%s%-*s %s\n", d->short_name, d->long_name,
-                   (int)(24 - strlen(d->long_name)), arg, d->help);
-        } else {
-            printf("    --%s%-*s %s\n", d->long_name,
-                   (int)(24 - strlen(d->long_name)), arg, d->help);
+        if (!opt_is_ext(&opt_table[i])) {
+            usage_line(&opt_table[i]);
         }
     }
-    printf("-V, --version%-19s print version and exit\n", "");
-    printf("-h, --help%-22s print this help and exit\n", "");
+    printf("%-34s %s\n", "-V, --version", "print version and exit");
+    printf("%-34s %s\n", "-h, --help", "print this help and exit");
+    printf("Extended options, -o name[=value][,name[=value]...]:\n");
+    for (size_t i = 0; i < OPT_COUNT; i++) {
+        if (opt_is_ext(&opt_table[i])) {
+            usage_line(&opt_table[i]);
+        }
+    }
+    printf("%-34s %s\n", "    -o hash_algorithm=murmur3", "memcached's; murmur3 is the only one");
+    printf("memcached's other -o names are no-ops here as in memcached, or refused with\n"
+           "the reason (notes/compatibility.md).\n");
 }
 
 settings_rstatus_t
@@ -462,13 +594,19 @@ settings_parse(int argc, char **argv)
     char shortopts[OPT_COUNT * 2 + 8];
     size_t ns = 0;
 
+    size_t nl = 0;
+
     for (size_t i = 0; i < OPT_COUNT; i++) {
         const struct opt_desc *d = &opt_table[i];
         bool has_arg = d->kind != KIND_FLAG && d->kind != KIND_COUNT;
-        longopts[i].name = d->long_name;
-        longopts[i].has_arg = has_arg ? required_argument : no_argument;
-        longopts[i].flag = NULL;
-        longopts[i].val = d->short_name ? d->short_name : OPT_LONG_ONLY_BASE + (int)i;
+        if (opt_is_ext(d)) {
+            continue;           /* given through -o */
+        }
+        longopts[nl].name = d->name;
+        longopts[nl].has_arg = has_arg ? required_argument : no_argument;
+        longopts[nl].flag = NULL;
+        longopts[nl].val = d->short_name ? d->short_name : OPT_LONG_ONLY_BASE + (int)i;
+        nl++;
         if (d->short_name) {
             shortopts[ns++] = (char)d->short_name;
             if (has_arg) {
@@ -476,9 +614,9 @@ settings_parse(int argc, char **argv)
             }
         }
     }
-    longopts[OPT_COUNT] = (struct option){ "version", no_argument, NULL, 'V' };
-    longopts[OPT_COUNT + 1] = (struct option){ "help", no_argument, NULL, 'h' };
-    longopts[OPT_COUNT + 2] = (struct option){ NULL, 0, NULL, 0 };
+    longopts[nl] = (struct option){ "version", no_argument, NULL, 'V' };
+    longopts[nl + 1] = (struct option){ "help", no_argument, NULL, 'h' };
+    longopts[nl + 2] = (struct option){ NULL, 0, NULL, 0 };
     memcpy(shortopts + ns, "Vh", 3);
 
     optind = 0;                 /* glibc: 0 also forgets a half-read -hv group */
@@ -499,10 +637,11 @@ settings_parse(int argc, char **argv)
             return SETTINGS_USAGE;
         }
         const struct opt_desc *d = NULL;
-        for (size_t i = 0; i < OPT_COUNT; i++) {
-            if (longopts[i].val == c) {
+        for (size_t i = 0; i < OPT_COUNT && d == NULL; i++) {
+            int val = opt_table[i].short_name ? opt_table[i].short_name
+                                              : OPT_LONG_ONLY_BASE + (int)i;
+            if (val == c && !opt_is_ext(&opt_table[i])) {
                 d = &opt_table[i];
-                break;
             }
         }
         if (d == NULL || apply_option(d, optarg) != 0) {
