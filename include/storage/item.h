@@ -137,32 +137,84 @@ typedef enum item_store_op {
     ITEM_OP_CAS,
 } item_store_op_t;
 
-/* Counters kept by the item layer (global, atomic). */
+/*
+ * `stats items` for one class, in memcached's order (printed as
+ * items:N:name by stats.c, which appends hits_to_cold and hits_to_temp
+ * from the request counters). Kinds:
+ *   COUNT   a counter kept per class under the class lock: a field of the
+ *           class's state (item_int.h) and of struct item_class_stats,
+ *           cleared by `stats reset`;
+ *   SUM     a COUNT also summed into struct item_stats;
+ *   HIDDEN  a SUM that `stats items` does not show (reported elsewhere:
+ *           items_evicted_by_slab in `stats slabs`, slab_reassign_rescues);
+ *   VIEW    a figure item_class_stats() computes when asked;
+ *   ZERO    memcached's field for a mechanism slabcache does not have
+ *           (segmented LRU, tail repair): always 0 (notes/compatibility.md).
+ * So a new per-class counter is one row (and the line that counts it).
+ */
+#define ITEM_CLASS_STATS(X)             \
+    X(number,                VIEW)      \
+    X(number_hot,            ZERO)      \
+    X(number_warm,           ZERO)      \
+    X(number_cold,           VIEW)      \
+    X(age_hot,               ZERO)      \
+    X(age_warm,              ZERO)      \
+    X(age,                   VIEW)      \
+    X(mem_requested,         VIEW)      \
+    X(evicted,               SUM)       \
+    X(evicted_nonzero,       COUNT)     \
+    X(evicted_time,          COUNT)     \
+    X(outofmemory,           COUNT)     \
+    X(tailrepairs,           ZERO)      \
+    X(reclaimed,             SUM)       \
+    X(expired_unfetched,     SUM)       \
+    X(evicted_unfetched,     SUM)       \
+    X(evicted_active,        ZERO)      \
+    X(crawler_reclaimed,     VIEW)      \
+    X(crawler_items_checked, VIEW)      \
+    X(lrutail_reflocked,     ZERO)      \
+    X(moves_to_cold,         ZERO)      \
+    X(moves_to_warm,         ZERO)      \
+    X(moves_within_lru,      ZERO)      \
+    X(direct_reclaims,       ZERO)      \
+    X(hits_to_hot,           ZERO)      \
+    X(hits_to_warm,          ZERO)      \
+    X(evicted_by_slab,       HIDDEN)    \
+    X(slab_rescues,          HIDDEN)
+
+/* Expand ITEM_CLASS_STATS rows of some kinds only: X_COUNT etc. */
+#define ITEM_STAT_IF_COUNTER_COUNT(x)   x
+#define ITEM_STAT_IF_COUNTER_SUM(x)     x
+#define ITEM_STAT_IF_COUNTER_HIDDEN(x)  x
+#define ITEM_STAT_IF_COUNTER_VIEW(x)
+#define ITEM_STAT_IF_COUNTER_ZERO(x)
+#define ITEM_STAT_IF_SUMMED_COUNT(x)
+#define ITEM_STAT_IF_SUMMED_SUM(x)      x
+#define ITEM_STAT_IF_SUMMED_HIDDEN(x)   x
+#define ITEM_STAT_IF_SUMMED_VIEW(x)
+#define ITEM_STAT_IF_SUMMED_ZERO(x)
+#define ITEM_STAT_IF_FIELD_COUNT(x)     x
+#define ITEM_STAT_IF_FIELD_SUM(x)       x
+#define ITEM_STAT_IF_FIELD_HIDDEN(x)    x
+#define ITEM_STAT_IF_FIELD_VIEW(x)      x
+#define ITEM_STAT_IF_FIELD_ZERO(x)
+
+/* Per-class item figures for `stats items`. */
+struct item_class_stats {
+#define ITEM_STAT_FIELD(name, kind) ITEM_STAT_IF_FIELD_##kind(uint64_t name;)
+    ITEM_CLASS_STATS(ITEM_STAT_FIELD)
+#undef ITEM_STAT_FIELD
+};
+
+/* Totals over the classes, for `stats`. */
 struct item_stats {
     uint64_t curr_items;
     uint64_t total_items;
     uint64_t bytes;
-    uint64_t evictions;
-    uint64_t reclaimed;
-    uint64_t expired_unfetched;
-    uint64_t evicted_unfetched;
-    uint64_t evicted_by_slab;
-    uint64_t slab_rescues;      /* memcached's slab_reassign_rescues */
-};
-
-/* Per-class item figures for `stats items`. */
-struct item_class_stats {
-    uint64_t number;
-    uint64_t age;               /* seconds since the item at the hand was stored */
-    uint64_t evicted;
-    uint64_t evicted_nonzero;
-    uint64_t evicted_time;
-    uint64_t outofmemory;
-    uint64_t reclaimed;
-    uint64_t expired_unfetched;
-    uint64_t evicted_unfetched;
-    uint64_t evicted_by_slab;   /* live items dropped with their slab */
-    uint64_t mem_requested;     /* bytes of its items (header, key, value) */
+    uint64_t evictions;         /* evicted + evicted_by_slab */
+#define ITEM_STAT_FIELD(name, kind) ITEM_STAT_IF_SUMMED_##kind(uint64_t name;)
+    ITEM_CLASS_STATS(ITEM_STAT_FIELD)
+#undef ITEM_STAT_FIELD
 };
 
 int   item_setup(bool use_cas);

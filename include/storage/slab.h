@@ -53,15 +53,33 @@ typedef enum slab_rstatus {
 } slab_rstatus_t;
 
 /* Per-class figures for `stats slabs`. */
+/*
+ * `stats slabs` for one class, in memcached's order (printed as N:name by
+ * stats.c, followed by the per-class request counters and the slab-move
+ * figures). Kinds: VIEW, a figure slab_class_stats() reads under the class
+ * lock; ZERO, memcached's field for what slabcache does not have (chunks
+ * never carved at a slab's end: a slab is carved whole); MOVE, a field
+ * reported with the slab-move figures (STATS_SLAB_EVICT_CLASS, stats.h).
+ */
+#define SLAB_CLASS_STATS(X)         \
+    X(chunk_size,       VIEW)       \
+    X(chunks_per_page,  VIEW)       \
+    X(total_pages,      VIEW)       \
+    X(total_chunks,     VIEW)       \
+    X(used_chunks,      VIEW)       \
+    X(free_chunks,      VIEW)       \
+    X(free_chunks_end,  ZERO)       \
+    X(slabs_evicted,    MOVE)       \
+    X(slabs_gained,     MOVE)
+
+#define SLAB_STAT_IF_FIELD_VIEW(x)  x
+#define SLAB_STAT_IF_FIELD_MOVE(x)  x
+#define SLAB_STAT_IF_FIELD_ZERO(x)
+
 struct slab_class_stats {
-    uint32_t chunk_size;
-    uint32_t chunks_per_page;
-    uint32_t total_pages;
-    uint64_t total_chunks;
-    uint64_t used_chunks;
-    uint64_t free_chunks;
-    uint64_t slabs_evicted;     /* slabs taken from this class */
-    uint64_t slabs_gained;      /* slabs re-carved into this class */
+#define SLAB_STAT_FIELD(name, kind) SLAB_STAT_IF_FIELD_##kind(uint64_t name;)
+    SLAB_CLASS_STATS(SLAB_STAT_FIELD)
+#undef SLAB_STAT_FIELD
 };
 
 /* A slab table entry as seen by eviction policies. */

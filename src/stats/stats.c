@@ -522,13 +522,16 @@ emit_slabs(stats_emit_fn emit, void *ctx)
             continue;           /* never held a slab */
         }
         active++;
-        emit_class_u64(emit, ctx, "", c, "chunk_size", s.chunk_size);
-        emit_class_u64(emit, ctx, "", c, "chunks_per_page", s.chunks_per_page);
-        emit_class_u64(emit, ctx, "", c, "total_pages", s.total_pages);
-        emit_class_u64(emit, ctx, "", c, "total_chunks", s.total_chunks);
-        emit_class_u64(emit, ctx, "", c, "used_chunks", s.used_chunks);
-        emit_class_u64(emit, ctx, "", c, "free_chunks", s.free_chunks);
-        emit_class_u64(emit, ctx, "", c, "free_chunks_end", 0);
+        /* SLAB_CLASS_STATS (slab.h) in order; MOVE rows come below. */
+#define SLAB_STAT_SHOW_VIEW(name)   emit_class_u64(emit, ctx, "", c, #name, s.name);
+#define SLAB_STAT_SHOW_ZERO(name)   emit_class_u64(emit, ctx, "", c, #name, 0);
+#define SLAB_STAT_SHOW_MOVE(name)
+#define SLAB_STAT_SHOW(name, kind)  SLAB_STAT_SHOW_##kind(name)
+        SLAB_CLASS_STATS(SLAB_STAT_SHOW)
+#undef SLAB_STAT_SHOW
+#undef SLAB_STAT_SHOW_MOVE
+#undef SLAB_STAT_SHOW_ZERO
+#undef SLAB_STAT_SHOW_VIEW
         struct stats_class sc;
         sum_class(c, &sc);
 #define EMIT_CMD(name) emit_class_u64(emit, ctx, "", c, #name, atomic_load(&sc.name));
@@ -553,41 +556,21 @@ emit_items(stats_emit_fn emit, void *ctx)
         if (s.number == 0 && s.evicted == 0 && s.outofmemory == 0) {
             continue;
         }
-        /*
-         * memcached's segmented LRU (hot/warm/cold) and its maintainer
-         * thread have no counterpart: one CLOCK per class holds every
-         * item, reported as memcached reports an all-cold class. Fields
-         * of mechanisms slabcache lacks are 0 (notes/compatibility.md).
-         */
-        emit_class_u64(emit, ctx, "items:", c, "number", s.number);
-        emit_class_u64(emit, ctx, "items:", c, "number_hot", 0);
-        emit_class_u64(emit, ctx, "items:", c, "number_warm", 0);
-        emit_class_u64(emit, ctx, "items:", c, "number_cold", s.number);
-        emit_class_u64(emit, ctx, "items:", c, "age_hot", 0);
-        emit_class_u64(emit, ctx, "items:", c, "age_warm", 0);
-        emit_class_u64(emit, ctx, "items:", c, "age", s.age);
-        emit_class_u64(emit, ctx, "items:", c, "mem_requested", s.mem_requested);
-        emit_class_u64(emit, ctx, "items:", c, "evicted", s.evicted);
-        emit_class_u64(emit, ctx, "items:", c, "evicted_nonzero", s.evicted_nonzero);
-        emit_class_u64(emit, ctx, "items:", c, "evicted_time", s.evicted_time);
-        emit_class_u64(emit, ctx, "items:", c, "outofmemory", s.outofmemory);
-        emit_class_u64(emit, ctx, "items:", c, "tailrepairs", 0);
-        emit_class_u64(emit, ctx, "items:", c, "reclaimed", s.reclaimed);
-        emit_class_u64(emit, ctx, "items:", c, "expired_unfetched", s.expired_unfetched);
-        emit_class_u64(emit, ctx, "items:", c, "evicted_unfetched", s.evicted_unfetched);
-        emit_class_u64(emit, ctx, "items:", c, "evicted_active", 0);
-        emit_class_u64(emit, ctx, "items:", c, "crawler_reclaimed",
-                       item_crawler_reclaimed(c));
-        emit_class_u64(emit, ctx, "items:", c, "crawler_items_checked",
-                       item_crawler_checked(c));
-        static const char *const absent[] = {
-            "lrutail_reflocked", "moves_to_cold", "moves_to_warm",
-            "moves_within_lru", "direct_reclaims", "hits_to_hot",
-            "hits_to_warm",
-        };
-        for (size_t i = 0; i < sizeof(absent) / sizeof(absent[0]); i++) {
-            emit_class_u64(emit, ctx, "items:", c, absent[i], 0);
-        }
+        /* ITEM_CLASS_STATS (item.h): its rows in order, HIDDEN ones left
+         * out, ZERO ones (mechanisms slabcache lacks) as 0. */
+#define ITEM_STAT_SHOW_COUNT(name)   emit_class_u64(emit, ctx, "items:", c, #name, s.name);
+#define ITEM_STAT_SHOW_SUM(name)     ITEM_STAT_SHOW_COUNT(name)
+#define ITEM_STAT_SHOW_VIEW(name)    ITEM_STAT_SHOW_COUNT(name)
+#define ITEM_STAT_SHOW_ZERO(name)    emit_class_u64(emit, ctx, "items:", c, #name, 0);
+#define ITEM_STAT_SHOW_HIDDEN(name)
+#define ITEM_STAT_SHOW(name, kind)   ITEM_STAT_SHOW_##kind(name)
+        ITEM_CLASS_STATS(ITEM_STAT_SHOW)
+#undef ITEM_STAT_SHOW
+#undef ITEM_STAT_SHOW_HIDDEN
+#undef ITEM_STAT_SHOW_ZERO
+#undef ITEM_STAT_SHOW_VIEW
+#undef ITEM_STAT_SHOW_SUM
+#undef ITEM_STAT_SHOW_COUNT
         struct stats_class sc;
         sum_class(c, &sc);
         emit_class_u64(emit, ctx, "items:", c, "hits_to_cold",

@@ -465,18 +465,17 @@ item_get_stats(struct item_stats *out)
 {
     memset(out, 0, sizeof(*out));
     for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct item_class_state *l = &item_classes[c];
         slab_lock(c);
-        out->curr_items += item_classes[c].number;
-        out->total_items += item_classes[c].total_items;
-        out->bytes += item_classes[c].bytes;
-        out->evictions += item_classes[c].evicted + item_classes[c].evicted_by_slab;
-        out->evicted_by_slab += item_classes[c].evicted_by_slab;
-        out->slab_rescues += item_classes[c].slab_rescues;
-        out->reclaimed += item_classes[c].reclaimed;
-        out->expired_unfetched += item_classes[c].expired_unfetched;
-        out->evicted_unfetched += item_classes[c].evicted_unfetched;
+        out->curr_items += l->number;
+        out->total_items += l->total_items;
+        out->bytes += l->bytes;
+#define ITEM_STAT_SUM(name, kind) ITEM_STAT_IF_SUMMED_##kind(out->name += l->name;)
+        ITEM_CLASS_STATS(ITEM_STAT_SUM)
+#undef ITEM_STAT_SUM
         slab_unlock(c);
     }
+    out->evictions = out->evicted + out->evicted_by_slab;
 }
 
 void
@@ -486,20 +485,20 @@ item_class_stats(uint8_t cls, struct item_class_stats *out)
 
     memset(out, 0, sizeof(*out));
     slab_lock(cls);
-    out->number = l->number;
-    /* memcached's age is its LRU tail's; ours is the item at the hand. */
+#define ITEM_STAT_COPY(name, kind) ITEM_STAT_IF_COUNTER_##kind(out->name = l->name;)
+    ITEM_CLASS_STATS(ITEM_STAT_COPY)
+#undef ITEM_STAT_COPY
+    /* One CLOCK holds every item: all "cold", as memcached reports a class
+     * without segments. memcached's age is its LRU tail's; ours is the
+     * item at the hand. */
+    out->number = out->number_cold = l->number;
     struct item *hand = slab_clock_peek(cls, 0);
     out->age = hand != NULL && (item_iflags(hand) & ITEM_LINKED) ?
                clock_now() - hand->time : 0;
-    out->evicted = l->evicted;
-    out->evicted_nonzero = l->evicted_nonzero;
-    out->evicted_time = l->evicted_time;
-    out->outofmemory = l->outofmemory;
-    out->reclaimed = l->reclaimed;
-    out->expired_unfetched = l->expired_unfetched;
-    out->evicted_unfetched = l->evicted_unfetched;
-    out->evicted_by_slab = l->evicted_by_slab;
     out->mem_requested = atomic_load_explicit(&l->bytes, memory_order_relaxed);
+    out->crawler_reclaimed = atomic_load_explicit(&l->crawler_reclaimed, memory_order_relaxed);
+    out->crawler_items_checked = atomic_load_explicit(&l->crawler_items_checked,
+                                                      memory_order_relaxed);
     slab_unlock(cls);
 }
 
@@ -507,14 +506,12 @@ void
 item_reset_stats(void)
 {
     for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        struct item_class_state *l = &item_classes[c];
         slab_lock(c);
-        item_classes[c].total_items = 0;
-        item_classes[c].evicted = item_classes[c].evicted_nonzero = 0;
-        item_classes[c].evicted_time = item_classes[c].evicted_unfetched = 0;
-        item_classes[c].reclaimed = item_classes[c].expired_unfetched = 0;
-        item_classes[c].outofmemory = 0;
-        item_classes[c].evicted_by_slab = 0;
-        item_classes[c].slab_rescues = 0;
+        l->total_items = 0;
+#define ITEM_STAT_RESET(name, kind) ITEM_STAT_IF_COUNTER_##kind(l->name = 0;)
+        ITEM_CLASS_STATS(ITEM_STAT_RESET)
+#undef ITEM_STAT_RESET
         atomic_store(&item_classes[c].crawler_reclaimed, 0);
         atomic_store(&item_classes[c].crawler_items_checked, 0);
         slab_unlock(c);

@@ -25,15 +25,10 @@ struct item_class_state {
     _Atomic uint64_t number;
     _Atomic uint64_t bytes;
     _Atomic uint64_t total_items;
-    uint64_t     evicted;
-    uint64_t     evicted_nonzero;
-    uint64_t     evicted_time;
-    uint64_t     evicted_unfetched;
-    uint64_t     reclaimed;
-    uint64_t     expired_unfetched;
-    uint64_t     outofmemory;
-    uint64_t     evicted_by_slab;
-    uint64_t     slab_rescues;      /* items moved out of a slab being emptied */
+    /* the counters of ITEM_CLASS_STATS (item.h), class lock held */
+#define ITEM_STAT_COUNTER(name, kind) ITEM_STAT_IF_COUNTER_##kind(uint64_t name;)
+    ITEM_CLASS_STATS(ITEM_STAT_COUNTER)
+#undef ITEM_STAT_COUNTER
     _Atomic bool ttl_seen;          /* an item with an exptime was stored */
     _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
     _Atomic uint64_t crawler_items_checked;
