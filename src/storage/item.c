@@ -328,7 +328,9 @@ item_debug(const char *key, size_t nkey, struct item_debug *out)
 }
 
 /* The empty item an mg with N creates on a miss: a free chunk under the
- * lock, else the caller's allocation (struct item_rebuild). */
+ * lock, else the caller's allocation (struct item_rebuild). A class that
+ * may hold dead items asks the caller at once: its allocation
+ * (item_alloc_try) reuses them before it takes a free chunk or a slab. */
 static struct item *
 vivify_take(const char *key, size_t nkey, const struct item_meta_get *m,
             struct item_rebuild *rb)
@@ -338,7 +340,7 @@ vivify_take(const char *key, size_t nkey, const struct item_meta_get *m,
     if (rb != NULL && rb->fresh != NULL) {
         it = rb->fresh;
         rb->fresh = NULL;
-    } else {
+    } else if (rb == NULL || !item_class_may_hold_dead(item_class_of(nkey, 0))) {
         it = item_alloc_nowait(key, nkey, 0, m->vivify_exptime, 0);
     }
     if (it == NULL) {
@@ -372,6 +374,9 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
             item_note_ttl(slab_cls_of(fresh), fresh->exptime);
             it = fresh;
             m->created = m->won = true;
+            if (miss != NULL) {
+                *miss = ITEM_MISS_NONE;     /* created: no miss to report */
+            }
         } else if (rb != NULL) {
             /* No free chunk: the caller allocates, holding no lock. */
             (void)item_rebuild_want(rb, NULL, key, nkey, 0, m->vivify_exptime, 0);

@@ -204,6 +204,13 @@ item_clock_pull(uint8_t cls, bool evict_live, uint32_t max)
     return freed;
 }
 
+bool
+item_class_may_hold_dead(uint8_t cls)
+{
+    return atomic_load_explicit(&item_classes[cls].ttl_seen, memory_order_relaxed) ||
+           atomic_load_explicit(&item_oldest_live, memory_order_relaxed) != 0;
+}
+
 /* From the first item given an exptime on, the class checks for dead items
  * before it allocates (item_alloc_try). */
 void
@@ -263,8 +270,7 @@ item_alloc_try(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
      * memory does not grow while expired items sit in the class. Only a
      * class that ever held an item with an exptime, or after a flush_all,
      * can have any: others skip the look (2 % of a set's cost). */
-    if (atomic_load_explicit(&item_classes[cls].ttl_seen, memory_order_relaxed) ||
-        atomic_load_explicit(&item_oldest_live, memory_order_relaxed) != 0) {
+    if (item_class_may_hold_dead(cls)) {
         (void)item_clock_pull(cls, false, 1);
     } else {
         item_note_ttl(cls, exptime);

@@ -76,6 +76,9 @@ void          do_item_bump(struct item *it);
 
 /* item_clock.c */
 void          item_note_ttl(uint8_t cls, rel_time_t exptime);
+/* The class ever held an item with an exptime, or a flush_all is in force:
+ * dead items may sit at its hand. */
+bool          item_class_may_hold_dead(uint8_t cls);
 struct item  *item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
                                 rel_time_t exptime, uint32_t vlen);
 /* item_store.c: partition lock held, no free chunk: ask the caller for

@@ -33,12 +33,15 @@ pin_locked(struct item *it)
     return it;
 }
 
-/* Under the lock again: is old still what the key maps to? */
+/* Under the lock again: is old still what the key maps to, and alive? A
+ * flush_all or its expiry while unlocked ends it: the rebuild starts over
+ * and finds nothing, rather than relinking the value with a fresh time. */
 static bool
 still_linked(struct item *old, uint32_t hv)
 {
     return (item_iflags(old) & ITEM_LINKED) &&
-           assoc_find(item_key(old), item_nkey(old), hv) == old;
+           assoc_find(item_key(old), item_nkey(old), hv) == old &&
+           !item_is_dead(old, clock_now());
 }
 
 item_status_t

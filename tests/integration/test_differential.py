@@ -21,7 +21,7 @@ Normalization before comparison: the cas field of VALUE lines, the text after
 "VERSION ", and any run of STAT lines (stats contents are server specific;
 both must answer STAT lines terminated by END).
 
-Deliberately NOT compared (known deviation, see include/proto.h and
+Deliberately NOT compared (known deviation, see include/protocol/proto.h and
 test_commands.py slabcache_swallows_rejected_data_block): storage commands
 rejected while their length field parses (key > 250 bytes, non-numeric or
 out-of-range flags/exptime/cas, too many tokens). memcached parses their data

@@ -179,6 +179,32 @@ evict_capacity(void)
     return (uint32_t)(SMALL_LIMIT / SLAB_SZ) * st.chunks_per_page;
 }
 
+/* Store <prefix>0, <prefix>1, ... = val until refused (storage without
+ * eviction, or policy none): fills val's class, then memory. The count. */
+static inline unsigned
+fill_with(const char *prefix, const char *val)
+{
+    char k[32];
+    unsigned n = 0;
+
+    for (;; n++) {
+        snprintf(k, sizeof(k), "%s%u", prefix, n);
+        if (store_op(k, val, 0, 0, ITEM_OP_SET, 0) != ITEM_OK) {
+            return n;
+        }
+    }
+}
+
+/* Fill the rest of memory with VLEN_EVICT values (new slabs until -m). */
+static inline unsigned
+fill_all_big(void)
+{
+    static char big[VLEN_EVICT + 1];
+
+    memset(big, 'b', VLEN_EVICT);
+    return fill_with("big", big);
+}
+
 /* The value buffer of the eviction helpers (and of tests that fill by hand). */
 static char evict_val[VLEN_EVICT] __attribute__((unused));
 

@@ -1,5 +1,5 @@
 /*
- * test_cache.c -- unit tests for the cache layer (include/cache.h):
+ * test_cache.c -- unit tests for the cache layer (include/cache/cache.h):
  * allocation with eviction (the item-level CLOCK through the `lru` policy,
  * `none` refusing and counting outofmemory) and the rebuilding operations
  * (append/prepend, incr past the old length, mg's vivify) completed by
@@ -357,20 +357,6 @@ END_TEST
 
 /* --- rebuilds under memory pressure ------------------------------------------------------------------ */
 
-/* Fill all memory with the eviction class (policy none: until refused). */
-static unsigned
-fill_all(void)
-{
-    unsigned n = 0;
-
-    slab_set_limit(SMALL_LIMIT);
-    while (store_evict(n, NULL) == ITEM_OK) {
-        n++;
-    }
-    ck_assert_uint_gt(n, 40);
-    return n;
-}
-
 /* Fill all memory with small items of the first class (policy none). */
 static void
 fill_small(void)
@@ -393,7 +379,10 @@ fill_small(void)
  * emptying a slab holding items of the same hash partition. Storage hands
  * the allocation back (ITEM_NEED_MEMORY) rather than allocating under
  * that partition's lock (it once did, and failed); the cache layer
- * evicts, unlocked, and completes the operation.
+ * evicts, unlocked, and completes the operation. Here the append's joined
+ * value needs a slab for its class; the prepend and incr that follow may
+ * find free chunks in slabs the policies moved (the next test forces
+ * incr and mg N through the hand-back).
  */
 START_TEST(test_rebuild_ops_under_memory_pressure)
 {
@@ -437,19 +426,37 @@ START_TEST(test_rebuild_ops_under_memory_pressure)
 }
 END_TEST
 
-/* The same with item-level eviction in the class itself: the pinned item
- * is never the victim, and the rebuild lands. Then mg N creates an item
- * in a class with no slab, which a slab-level policy gives it. */
+/* Take the free chunks of the smallest class (no eviction), from spare[n]
+ * on; the new count. */
+static unsigned
+take_free(struct item **spare, unsigned n, unsigned max)
+{
+    while (n < max && item_alloc_try("s", 1, 0, 0, 1, &spare[n]) == ITEM_OK) {
+        n++;
+    }
+    return n;
+}
+
+/* The same with item-level eviction in a full class: the pinned item is
+ * never the victim, and append, incr past the counter's length and mg N
+ * all land, each by evicting the class's CLOCK tail. */
 START_TEST(test_rebuild_in_a_full_class_evicts_its_tail)
 {
     char k[16], want[VLEN_EVICT + 2];
     struct item *tail;
 
+    slab_set_limit(SMALL_LIMIT);
     evict_key(k, sizeof(k), 0);
+    ck_assert_int_eq(store_evict(0, NULL), ITEM_OK);
     ck_assert_uint_eq(item_class_of(strlen(k), VLEN_EVICT + 1), evict_class());
     ck_assert_int_eq(make_item(k, "+", 1, 0, 0, &tail), ITEM_OK);  /* its class's slab first */
-    fill_all();
+    ck_assert_int_eq(set("n", "9999999999999999999"), ITEM_OK);     /* same class as tail */
+    ck_assert_uint_eq(item_class_of(1, 20), slab_cls_of(tail));
+    ck_assert_uint_eq(item_class_of(3, 0), slab_cls_of(tail));
+    ck_assert_uint_gt(fill_with("z", "1234567890123456789"), 100);
+    (void)fill_all_big();                       /* whatever memory is left */
     ck_assert_int_eq(evict_configure("lru", 3), 0);
+
     struct item *held = get(k);                 /* a reader: forces a rebuild */
     ck_assert_int_eq(cache_store(tail, ITEM_OP_APPEND, 0), ITEM_OK);
     item_release(tail);
@@ -462,7 +469,18 @@ START_TEST(test_rebuild_in_a_full_class_evicts_its_tail)
     expect_value(k, want);
     ck_assert_uint_eq(istats().evictions, 1);
 
-    ck_assert_int_eq(evict_configure("lrc,lru", 7), 0);
+    uint64_t v = 0;
+    struct item *spare[8];
+    unsigned nspare = take_free(spare, 0, 8);   /* tail's chunk, given back */
+    held = get("n");
+    ck_assert_int_eq(cache_arith("n", 1, true, 1, &v, NULL), ITEM_OK);
+    ck_assert_uint_eq(v, 10000000000000000000ull);
+    ck_assert(memcmp(item_value(held), "9999999999999999999", 19) == 0);
+    item_release(held);
+    expect_value("n", "10000000000000000000");
+    ck_assert_uint_eq(istats().evictions, 2);
+
+    nspare = take_free(spare, nspare, 8);       /* the old counter's chunk */
     struct item_meta_get g = { .bump = true, .vivify = true,
                                .vivify_exptime = clock_exptime(30) };
     item_miss_t miss;
@@ -471,6 +489,11 @@ START_TEST(test_rebuild_in_a_full_class_evicts_its_tail)
     ck_assert(g.created && g.won);
     ck_assert_uint_eq(item_refcount(it), 2);
     item_release(it);
+    ck_assert_uint_eq(istats().evictions, 3);
+    ck_assert_uint_eq(nspare, 2);
+    while (nspare > 0) {
+        item_release(spare[--nspare]);
+    }
 }
 END_TEST
 

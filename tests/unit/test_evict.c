@@ -1,5 +1,5 @@
 /*
- * test_evict.c -- unit tests for the eviction policies (include/evict.h):
+ * test_evict.c -- unit tests for the eviction policies (include/evict/evict.h):
  * victim choice of random / lra / lrc, the busy-slab skip, re-carving,
  * the per-class and global counters, the stacking gate, and a stress test
  * of readers verifying values while writers force slab evictions.
@@ -68,8 +68,9 @@ pattern(const char *key, size_t nkey, uint32_t len, uint32_t i)
 
 /*
  * Allocation as the cache layer does it (cache_alloc: try, else ask the
- * policies, retry), written out so that the policies are tested on their
- * own, linked only with storage below them.
+ * policies, retry; wake the background evictor when the class runs low
+ * while memory is full), written out so that the policies are tested on
+ * their own, linked only with storage below them.
  */
 static item_status_t
 alloc_evicting(const char *key, size_t nkey, uint32_t len, struct item **out)
@@ -82,6 +83,10 @@ alloc_evicting(const char *key, size_t nkey, uint32_t len, struct item **out)
         if (st != ITEM_NO_MEMORY || (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2)) {
             break;
         }
+    }
+    if (st == ITEM_OK && evict_bg_reserve() > 0 && slab_at_limit() &&
+        slab_class_free(cls) < evict_bg_target(cls)) {
+        evict_bg_notify(cls);
     }
     return st;
 }
@@ -915,6 +920,8 @@ stress_run(const char *policy, bool background)
     for (size_t i = 0; i < STRESS_READERS + STRESS_WRITERS; i++) {
         pthread_join(th[i], NULL);
     }
+    uint64_t bg_runs, bg_evictions;
+    evict_bg_stats(&bg_runs, &bg_evictions);
     evict_bg_stop();
     struct item_stats is;
     item_get_stats(&is);
@@ -929,6 +936,10 @@ stress_run(const char *policy, bool background)
     ck_assert_uint_gt(atomic_load(&hits), 1000);     /* readers did read */
     ck_assert_uint_gt(moved, 20);                    /* slabs did move */
     ck_assert_uint_gt(is.evicted_by_slab, 0);
+    if (background) {
+        ck_assert_uint_gt(bg_runs, 0);                /* the evictor did run */
+        ck_assert_uint_gt(bg_evictions, 0);
+    }
 }
 
 START_TEST(test_stress_random)

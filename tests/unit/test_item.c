@@ -1,6 +1,9 @@
 /*
- * test_item.c -- unit tests for items (include/item.h): store semantics,
- * reference counts, arithmetic, expiry, flush and LRU eviction.
+ * test_item.c -- unit tests for items (include/storage/item.h) in the
+ * storage layer alone, linked without eviction: store semantics, reference
+ * counts, arithmetic, expiry, flush, dead-item reuse, allocation that never
+ * evicts and the rebuild hand-back (struct item_rebuild). Eviction through
+ * the policies is test_cache.c's.
  *
  * Each test runs in its own process (check's fork mode) with a fresh
  * storage stack set up like src/main.c does.
@@ -947,6 +950,99 @@ START_TEST(test_rebuild_asks_for_memory)
 }
 END_TEST
 
+/* Memory full, with every chunk of the smallest class taken: "n" holds
+ * 19 nines there, "m" an empty value. */
+static void
+fill_small_class_and_memory(void)
+{
+    slab_set_limit(SMALL_LIMIT);
+    ck_assert_int_eq(set("n", "9999999999999999999"), ITEM_OK);
+    ck_assert_int_eq(set("m", ""), ITEM_OK);
+    ck_assert_uint_eq(item_class_of(1, 20), item_class_of(1, 19));
+    ck_assert_uint_eq(item_class_of(3, 0), item_class_of(1, 19));
+    ck_assert_uint_gt(fill_with("z", "1234567890123456789"), 100);
+    (void)fill_all_big();                       /* whatever memory is left */
+}
+
+/* incr past the counter's length with no free chunk: the same protocol
+ * as append (ITEM_NEED_MEMORY with the counter pinned, linked on the
+ * second call, ITEM_RETRY when the key changed meanwhile). */
+START_TEST(test_arith_rebuild_asks_for_memory)
+{
+    uint64_t v = 0;
+    uint8_t cls = 0;
+    struct item_rebuild rb = { .old = NULL };
+
+    fill_small_class_and_memory();
+    struct item *old = get("n");
+    ck_assert_int_eq(item_arith("n", 1, true, 1, &v, &cls), ITEM_NO_MEMORY);
+    ck_assert_uint_eq(item_refcount(old), 2);   /* nothing pinned */
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, &cls, NULL, &rb), ITEM_NEED_MEMORY);
+    ck_assert(rb.need && rb.old == old && rb.vlen == 20);
+    ck_assert_uint_eq(item_refcount(old), 3);
+    ck_assert_uint_eq(cls, item_class_of(1, 19));
+
+    /* the key is set again while unlocked: start over */
+    ck_assert_int_eq(item_delete("z0", 2, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("z1", 2, NULL), ITEM_OK);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_OK);
+    ck_assert_int_eq(set("n", "9999999999999999999"), ITEM_OK);
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, &cls, NULL, &rb), ITEM_RETRY);
+    ck_assert(rb.old == NULL && rb.fresh == NULL);
+    ck_assert_uint_eq(item_refcount(old), 1);
+    item_release(old);
+    expect_value("n", "9999999999999999999");
+
+    /* a reader holds the new one: the rebuild lands on the second call */
+    struct item *spare[4];
+    unsigned nspare = 0;                        /* the chunks given back above */
+    while (nspare < 4 && item_alloc_try("s", 1, 0, 0, 19, &spare[nspare]) == ITEM_OK) {
+        nspare++;
+    }
+    ck_assert_uint_eq(nspare, 2);               /* the caller's chunk and the old counter's */
+    old = get("n");
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, &cls, NULL, &rb), ITEM_NEED_MEMORY);
+    item_release(spare[0]);
+    item_release(spare[1]);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_OK);
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, &cls, NULL, &rb), ITEM_OK);
+    ck_assert_uint_eq(v, 10000000000000000000ull);
+    ck_assert(rb.old == NULL && rb.fresh == NULL);
+    expect_value("n", "10000000000000000000");
+    ck_assert(memcmp(item_value(old), "9999999999999999999", 19) == 0);  /* the reader's */
+    ck_assert_uint_eq(item_refcount(old), 1);
+    item_release(old);
+}
+END_TEST
+
+/* mg N on a miss with no free chunk: without an item_rebuild nothing is
+ * created; with one, the caller's chunk becomes the item. */
+START_TEST(test_vivify_asks_for_memory)
+{
+    struct item_meta_get g = { .bump = true, .vivify = true };
+    struct item_rebuild rb = { .old = NULL };
+    item_miss_t miss;
+
+    fill_small_class_and_memory();
+    ck_assert_ptr_null(item_meta_get("viv", 3, &g, &miss, NULL));
+    ck_assert(!g.created);
+    ck_assert_ptr_null(item_meta_get("viv", 3, &g, &miss, &rb));
+    ck_assert(rb.need && rb.old == NULL && rb.vlen == 0 && rb.nkey == 3);
+    ck_assert_int_eq(item_delete("z0", 2, NULL), ITEM_OK);
+    ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
+                                    &rb.fresh), ITEM_OK);
+    struct item *it = item_meta_get("viv", 3, &g, &miss, &rb);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(g.created && g.won && rb.fresh == NULL);
+    ck_assert_int_eq(miss, ITEM_MISS_NONE);
+    ck_assert_uint_eq(item_refcount(it), 2);
+    item_release(it);
+    expect_value("viv", "");
+}
+END_TEST
+
 /* --- meta commands' storage operations ----------------------------------------- */
 
 static uint64_t
@@ -1104,7 +1200,7 @@ static Suite *
 item_suite(void)
 {
     Suite *s = suite_create("item");
-    TCase *tc = tcase_create("lru_cas");
+    TCase *tc = tcase_create("cas");
     TCase *tx = tcase_create("no_cas");
 
     tcase_add_checked_fixture(tc, setup_lru, teardown_storage);
@@ -1114,6 +1210,8 @@ item_suite(void)
     tcase_add_test(tc, test_refcount_cap);
     tcase_add_test(tc, test_alloc_try_never_evicts);
     tcase_add_test(tc, test_rebuild_asks_for_memory);
+    tcase_add_test(tc, test_arith_rebuild_asks_for_memory);
+    tcase_add_test(tc, test_vivify_asks_for_memory);
     tcase_add_test(tc, test_empty_value_and_max_key);
     tcase_add_test(tc, test_too_large);
     tcase_add_test(tc, test_alloc_release_unstored_frees_chunk);

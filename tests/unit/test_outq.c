@@ -1,5 +1,5 @@
 /*
- * test_outq.c -- unit tests for the output queue (include/outq.h):
+ * test_outq.c -- unit tests for the output queue (include/util/outq.h):
  * coalescing copies, references released only once sent, partial writes
  * on a full socket, release of unsent references on free.
  */

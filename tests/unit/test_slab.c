@@ -1,5 +1,5 @@
 /*
- * test_slab.c -- unit tests for the slab allocator (include/slab.h).
+ * test_slab.c -- unit tests for the slab allocator (include/storage/slab.h).
  *
  * Geometry, carving, the memory limit, free lists and the append-only
  * slab table. Every test runs in its own process (check's fork mode) with
