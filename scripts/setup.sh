@@ -6,7 +6,7 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check"
-TEST_PKGS="memcached libmemcached-tools python3"
+TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client"
 
 want="$BUILD_PKGS"
 if [ "${1:-build}" = "test" ]; then

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "admin_http.h"
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
@@ -218,8 +219,18 @@ run(void)
         fprintf(stderr, "slabcache: failed to listen (port %ld in use?)\n", settings.port);
         return EXIT_FAILURE;
     }
+    /* Bound before privileges are dropped, as the client port is. */
+    if (settings.admin_port != 0 &&
+        admin_http_setup(settings.admin_listen, (int)settings.admin_port) != 0) {
+        fprintf(stderr, "slabcache: failed to listen on the admin port %ld\n",
+                settings.admin_port);
+        listener_teardown();
+        event_base_free(main_base);
+        return EXIT_FAILURE;
+    }
     int priv = drop_privileges();
     if (priv != 0) {
+        admin_http_teardown();
         listener_teardown();    /* also removes the UNIX socket file */
         event_base_free(main_base);
         return priv;
@@ -241,6 +252,7 @@ run(void)
 
     event_base_dispatch(main_base);
 
+    admin_http_teardown();
     listener_teardown();
     worker_teardown();
     event_free(sigterm);

@@ -151,6 +151,15 @@ void     stats_detail_dump(void (*line)(void *ctx, const char *text), void *ctx)
 void     stats_detail_clear(void);
 uint64_t stats_detail_untracked(void);   /* requests past the prefix cap */
 
+/*
+ * The admin port's documents (render.c), written through w: every section
+ * as one JSON object (numbers as numbers, per-class fields grouped), and
+ * Prometheus text with prometheus/memcached_exporter's metric names.
+ */
+typedef void (*stats_write_fn)(void *ctx, const char *s, size_t n);
+void  stats_render_json(stats_write_fn w, void *ctx);
+void  stats_render_prometheus(stats_write_fn w, void *ctx);
+
 stats_section_t stats_section(const char *name, size_t len);
 void  stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx);
 void  stats_reset(void);

@@ -62,6 +62,8 @@
     X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v; -vv adds nothing more yet)") \
     X(extended,        STR,     'o', "extended",            NULL,        0,    0,           NULL,                "comma separated extended options (the -o rows below)") \
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
+    X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \
+    X(admin_listen,    STR,     0,   "admin-listen",        "127.0.0.1", 0,    0,           "admin_listen",      "address the admin port listens on") \
     X(eviction,        STR,     0,   "eviction",            "lrc,lru",   0,    0,           "evictions_policy",  "eviction policies in order: lru, random, lra, lrc, none") \
     X(hashpower,       XNUM,    0,   "hashpower",           16,          12,   32,          "hashpower_init",    "initial hash table size: 2^N buckets") \
     X(slab_reassign,   XSWITCH, 0,   "slab_reassign",       true,        0,    1,           "slab_reassign",     "slabs may move between classes (no_slab_reassign: item-level eviction only)") \

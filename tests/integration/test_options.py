@@ -120,7 +120,7 @@ def start_args(opts):
     start with), every flag and -o switch flipped."""
     args, ext, want = [], [], {}
     for o in opts:
-        if o["stat"] is None or o["name"] in ("port", "udp-port", "daemon"):
+        if o["stat"] is None or o["name"] in ("port", "udp-port", "daemon", "admin-port"):
             continue
         rng = o["default"] and re.fullmatch(r"\d+", o["default"] or "")
         if o["arg"] == "=<num>" and rng and o["name"] not in ("max-item-size",):

@@ -20,13 +20,6 @@
 #include "cache.h"
 #include "evict.h"
 
-#define KB          ((size_t)1024)
-#define MB          (1024 * KB)
-#define SLAB_SZ     (64 * KB)
-#define MAXBYTES    (4 * MB)
-#define SMALL_LIMIT (4 * SLAB_SZ)   /* for eviction tests: 4 slabs */
-#define VLEN_EVICT  1000            /* value size used to fill one class */
-
 #define FX_ALLOC(k, n, f, e, v, out)  cache_alloc(k, n, f, e, v, out)
 #define FX_STORE(it, op, cas)         cache_store(it, op, cas)
 #define FX_POLICY_SETUP(name)         ck_assert_int_eq(evict_setup(name), 0)

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""The admin port (--admin-port): GET /stats as JSON, GET /metrics as
+Prometheus text (parsed by prometheus_client's own parser, and checked
+against prometheus/memcached_exporter's series for the same server),
+GET /health; 404, 405, oversized and stalled requests; counters move
+with traffic; the client port never waits for the admin port."""
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+from sclib import (HOST, Server, check, eq, free_port, run_all, slabcache_only, test,
+                   wait_until)
+
+try:
+    from prometheus_client.parser import text_string_to_metric_families
+except ImportError:             # Debian's package, under a python3 of another prefix
+    sys.path.append("/usr/lib/python3/dist-packages")
+    from prometheus_client.parser import text_string_to_metric_families
+
+CACHE = os.environ.get("SLABCACHE_CLIENT_CACHE", "/var/cache/slabcache")
+
+
+def admin_server(*extra):
+    port = free_port()
+    return Server("--admin-port", str(port), *extra), port
+
+
+def get(port, path, method="GET", body=None, headers=None):
+    c = http.client.HTTPConnection(HOST, port, timeout=10)
+    c.request(method, path, body=body, headers=headers or {})
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, r.getheader("Content-Type"), data
+
+
+def stats_json(port):
+    status, ctype, data = get(port, "/stats")
+    eq(status, 200, "/stats status")
+    check(ctype.startswith("application/json"), "/stats content type %r" % ctype)
+    return json.loads(data)
+
+
+def metrics(port):
+    status, ctype, data = get(port, "/metrics")
+    eq(status, 200, "/metrics status")
+    check(ctype.startswith("text/plain; version=0.0.4"), "/metrics content type %r" % ctype)
+    series = {}
+    for fam in text_string_to_metric_families(data.decode()):
+        for s in fam.samples:
+            series[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return series
+
+
+def traffic(c, n):
+    for i in range(n):
+        c.set("k%d" % i, "v" * (10 + 100 * (i % 3)))
+    for i in range(n):
+        c.get("k%d" % i)
+    c.get("nosuchkey")
+
+
+@test
+def stats_json_has_every_section_with_numbers():
+    slabcache_only()
+    s, port = admin_server()
+    with s, s.client() as c:
+        traffic(c, 30)
+        d = stats_json(port)
+        proto = c.stats()
+        slabs = c.stats("slabs")
+    eq(sorted(d), ["conns", "items", "settings", "slabs", "stats"], "sections")
+    st = d["stats"]
+    for name in ("get_hits", "get_misses", "cmd_set", "curr_items", "curr_connections"):
+        check(isinstance(st[name], int), "%s is a JSON number: %r" % (name, st[name]))
+    eq(st["get_hits"], int(proto["get_hits"]), "get_hits as `stats` says")
+    eq(st["cmd_set"], int(proto["cmd_set"]), "cmd_set as `stats` says")
+    eq(st["curr_items"], 30, "curr_items")
+    check(isinstance(st["rusage_user"], float), "rusage_user is a number")
+    eq(st["version"], "1.6.18", "version stays a string")
+    eq(d["settings"]["evictions_policy"], "lrc,lru", "a string setting")
+    eq(d["settings"]["maxconns"], 1024, "a number setting")
+    classes = d["slabs"]["classes"]
+    want = sorted({k.split(":")[0] for k in slabs if ":" in k}, key=int)
+    eq(sorted(classes, key=int), want, "per-class slabs grouped by class id")
+    for cid in want:
+        eq(classes[cid]["used_chunks"], int(slabs[cid + ":used_chunks"]),
+           "class %s used_chunks" % cid)
+    eq(sum(v["number"] for v in d["items"]["classes"].values()), 30, "items per class")
+    check(len(d["conns"]["connections"]) >= 1, "connections listed")
+
+
+@test
+def counters_move_with_traffic():
+    slabcache_only()
+    s, port = admin_server()
+    with s, s.client() as c:
+        before, m0 = stats_json(port)["stats"], metrics(port)
+        traffic(c, 20)
+        after, m1 = stats_json(port)["stats"], metrics(port)
+    eq(after["cmd_set"] - before["cmd_set"], 20, "/stats cmd_set moved")
+    eq(after["get_hits"] - before["get_hits"], 20, "/stats get_hits moved")
+    hit = ("memcached_commands_total", (("command", "get"), ("status", "hit")))
+    miss = ("memcached_commands_total", (("command", "get"), ("status", "miss")))
+    eq(m1[hit] - m0[hit], 20, "/metrics get hits moved")
+    eq(m1[miss] - m0[miss], 1, "/metrics get misses moved")
+    eq(m1[("memcached_current_items", ())], 20, "memcached_current_items")
+    check(m1[("memcached_read_bytes_total", ())] > m0[("memcached_read_bytes_total", ())],
+          "read bytes moved")
+    per_slab = [k for k in m1 if k[0] == "memcached_slab_current_items"]
+    eq(sum(m1[k] for k in per_slab), 20, "memcached_slab_current_items sum")
+    eq(m1[("slabcache_eviction_policy", (("policy", "lrc,lru"),))], 1, "slabcache's own")
+
+
+def exporter_path():
+    for p in (os.environ.get("MEMCACHED_EXPORTER"),
+              os.path.join(CACHE, "go", "bin", "memcached_exporter"),
+              os.path.expanduser("~/go/bin/memcached_exporter")):
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return shutil.which("memcached_exporter")
+
+
+@test
+def metrics_have_every_series_memcached_exporter_has():
+    slabcache_only()
+    exp = exporter_path()
+    if exp is None:
+        print("  (memcached_exporter not built: scripts/setup-clients.sh; skipped)")
+        return
+    s, port = admin_server()
+    with s, s.client() as c:
+        traffic(c, 30)
+        eport = free_port()
+        ex = subprocess.Popen([exp, "--memcached.address=%s:%d" % (HOST, s.port),
+                               "--web.listen-address=%s:%d" % (HOST, eport)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            check(wait_until(lambda: _up(eport), timeout=10), "exporter started")
+            theirs = {}
+            for fam in text_string_to_metric_families(get(eport, "/metrics")[2].decode()):
+                for smp in fam.samples:
+                    if smp.name.startswith("memcached_") and \
+                            not smp.name.startswith("memcached_exporter"):
+                        theirs[(smp.name, tuple(sorted(smp.labels.items())))] = smp.value
+        finally:
+            ex.kill()
+            ex.wait()
+        ours = metrics(port)
+    check(len(theirs) > 100, "the exporter scraped %d series" % len(theirs))
+    missing = sorted(k for k in theirs if k not in ours)
+    eq(missing[:5], [], "series the exporter has that /metrics lacks (%d)" % len(missing))
+    for k in theirs:
+        if k[0] in ("memcached_commands_total", "memcached_slab_commands_total",
+                    "memcached_current_items", "memcached_slab_current_items",
+                    "memcached_limit_bytes", "memcached_slab_chunk_size_bytes"):
+            eq(ours[k], theirs[k], "value of %r" % (k,))
+
+
+def _up(port):
+    try:
+        return get(port, "/metrics")[0] == 200
+    except OSError:
+        return False
+
+
+@test
+def health_404_405_and_limits():
+    slabcache_only()
+    s, port = admin_server()
+    with s:
+        eq(get(port, "/health")[:2], (200, "text/plain; charset=utf-8"), "/health")
+        eq(get(port, "/nope")[0], 404, "unknown path")
+        eq(get(port, "/stats/more")[0], 404, "no prefix match")
+        eq(get(port, "/stats", method="POST", body=b"x")[0], 405, "POST")
+        eq(get(port, "/metrics", method="DELETE")[0], 405, "DELETE")
+        eq(get(port, "/stats", method="POST", body=b"x" * 5000)[0], 413, "oversized body")
+        status = get(port, "/stats", headers={"X-Big": "a" * 20000})[0]
+        check(status in (400, 413, 431), "oversized headers refused: %d" % status)
+        eq(get(port, "/health")[0], 200, "still serving")
+
+
+@test
+def a_stalled_admin_client_blocks_nothing():
+    slabcache_only()
+    s, port = admin_server()
+    with s, s.client() as c:
+        stalled = socket.create_connection((HOST, port), timeout=5)
+        stalled.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\n")     # never finishes
+        t0 = time.monotonic()
+        c.set("a", "1")
+        eq(c.get("a"), b"1", "the client port answers")
+        eq(get(port, "/health")[0], 200, "the admin port answers others")
+        check(time.monotonic() - t0 < 3, "no wait behind the stalled client")
+        # evhttp drops it after its timeout (5 s)
+        stalled.settimeout(10)
+        check(stalled.recv(100) is not None, "stalled client closed or answered")
+        stalled.close()
+
+
+@test
+def admin_port_off_by_default_and_in_stats_settings():
+    slabcache_only()
+    with Server() as s, s.client() as c:
+        st = c.stats("settings")
+    eq(st.get("admin_port"), "0", "off by default")
+    eq(st.get("admin_listen"), "127.0.0.1", "loopback by default")
+
+
+if __name__ == "__main__":
+    run_all()
