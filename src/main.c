@@ -19,6 +19,7 @@
 
 #include "admin.h"
 #include "admin_http.h"
+#include "auth.h"
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
@@ -54,6 +55,48 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     (void)arg;
     log_info("signal %d: shutting down", (int)sig);
     event_base_loopbreak(main_base);
+}
+
+/* SIGHUP: reload the -Y credentials, as memcached does. */
+static void
+on_hangup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    (void)arg;
+    if (settings.auth_file != NULL && auth_load(settings.auth_file) != AUTH_OK) {
+        log_error("SIGHUP: could not reload the auth file %s; keeping the old one",
+                  settings.auth_file);
+    }
+}
+
+/* -Y: read the credentials before anything listens; 0 or an exit code. */
+static int
+auth_setup(void)
+{
+    if (settings.auth_file == NULL) {
+        return 0;
+    }
+    switch (auth_load(settings.auth_file)) {
+    case AUTH_OK:
+        return 0;
+    case AUTH_OPEN_FAILED:
+        fprintf(stderr, "Could not open authfile [%s] for reading, error %s\n",
+                settings.auth_file, strerror(errno));
+        break;
+    case AUTH_MALFORMED:
+        fprintf(stderr, "Authfile [%s] has a malformed entry. Should be 'user:password'\n",
+                settings.auth_file);
+        break;
+    case AUTH_TOO_MANY:
+        fprintf(stderr, "Authfile [%s] has more than %d entries\n", settings.auth_file,
+                AUTH_ENTRIES_MAX);
+        break;
+    case AUTH_NO_MEMORY:
+        fprintf(stderr, "Out of memory reading password file: %s\n", settings.auth_file);
+        break;
+    }
+    return EXIT_FAILURE;
 }
 
 static void
@@ -211,7 +254,7 @@ storage_teardown(void)
 static int
 run(void)
 {
-    struct event *sigterm, *sigint, *tick;
+    struct event *sigterm, *sigint, *sighup, *tick;
     struct timeval one_sec = { 1, 0 };
 
     main_base = event_base_new();
@@ -241,6 +284,8 @@ run(void)
     dispatch_set_shutdown(on_shutdown);
     sigterm = evsignal_new(main_base, SIGTERM, on_signal, NULL);
     sigint = evsignal_new(main_base, SIGINT, on_signal, NULL);
+    sighup = evsignal_new(main_base, SIGHUP, on_hangup, NULL);
+    event_add(sighup, NULL);
     tick = event_new(main_base, -1, EV_PERSIST, on_clock, NULL);
     event_add(sigterm, NULL);
     event_add(sigint, NULL);
@@ -257,6 +302,7 @@ run(void)
     worker_teardown();
     event_free(sigterm);
     event_free(sigint);
+    event_free(sighup);
     event_free(tick);
     event_base_free(main_base);
     if (settings.pid_file != NULL) {
@@ -296,6 +342,10 @@ main(int argc, char **argv)
         fprintf(stderr, "slabcache: invalid value '%s' for --eviction: "
                 "expected a comma-separated list of lru, random, lra, lrc, none\n", settings.eviction);
         return EX_USAGE;
+    }
+    int auth_rc = auth_setup();
+    if (auth_rc != 0) {
+        return auth_rc;
     }
     int fd_rc = fit_fd_limit();
     if (fd_rc != 0) {

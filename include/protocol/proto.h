@@ -297,6 +297,34 @@ size_t proto_compose_me(char *buf, size_t cap, const struct proto_meta_item *it,
  * .swallow bytes of body to drop) for a request memcached refuses. Every
  * opcode maps onto the ASCII command of the same meaning (req->cmd).
  */
+/*
+ * memcached's ASCII authentication (-Y). Until a connection has
+ * authenticated, every line goes to proto_parse_auth(): PROTO_OK for
+ * "set <key> <flags> <exptime> <bytes>" (only "set" and the byte count
+ * matter) with *bytes; PROTO_ERROR for anything else (memcached answers
+ * "CLIENT_ERROR unauthenticated"); PROTO_AGAIN for a partial line, or
+ * PROTO_CLOSE past PROTO_AUTH_JUNK_MAX bytes without one. *consumed is the
+ * line with its '\n'. The data block (bytes + "\r\n") then goes to
+ * proto_auth_token() for "user pass".
+ */
+#define PROTO_AUTH_JUNK_MAX 2048
+proto_status_t proto_parse_auth(const char *buf, size_t len, uint32_t *bytes,
+                                size_t *consumed);
+
+typedef enum proto_auth {
+    PROTO_AUTH_OK,
+    PROTO_AUTH_BAD_TERMINATION, /* "CLIENT_ERROR bad command line termination" */
+    PROTO_AUTH_BAD_FORMAT,      /* "CLIENT_ERROR bad authentication token format" */
+} proto_auth_t;
+
+struct proto_auth_cred {
+    const char *user;
+    size_t      nuser;
+    const char *pass;
+    size_t      npass;
+};
+proto_auth_t   proto_auth_token(const char *data, size_t n, struct proto_auth_cred *cred);
+
 proto_status_t proto_bin_parse(const char *buf, size_t len, struct proto_req *req,
                                size_t *consumed);
 /*

@@ -35,6 +35,7 @@
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "dispatch.h"
 #include "logger.h"
@@ -81,6 +82,7 @@ struct conn {
     bool                 yielded;
     bool                 got_input; /* the first byte has been looked at */
     bool                 binary;    /* speaks the binary protocol */
+    bool                 authenticated; /* -Y: passed the auth exchange */
     rel_time_t           last_cmd;
     rel_time_t           last_io;   /* last command or bytes written */
     char                 peer[64];
@@ -455,10 +457,74 @@ conn_line_done(struct conn *c, const struct proto_req *req, uint64_t mark)
     }
 }
 
+/* Bytes of a -Y data block ("user pass\r\n") taken from the read buffer;
+ * a larger one is junk and closes the connection. */
+#define CONN_AUTH_BLOCK_MAX 4096
+
+/*
+ * -Y: until it authenticates, a connection may send only memcached's auth
+ * exchange, a "set" whose data block is "user pass"; anything else is
+ * answered "CLIENT_ERROR unauthenticated". false when more input is needed.
+ */
+static bool
+conn_auth_step(struct conn *c)
+{
+    const char *buf = c->rbuf + c->rpos;
+    size_t avail = c->rlen - c->rpos, line = 0;
+    uint32_t bytes = 0;
+
+    switch (proto_parse_auth(buf, avail, &bytes, &line)) {
+    case PROTO_AGAIN:
+        return false;
+    case PROTO_CLOSE:
+        c->state = CONN_CLOSING;
+        return false;
+    case PROTO_ERROR:
+    case PROTO_PART:
+        c->rpos += line;
+        dispatch_reply_line(&c->d, "CLIENT_ERROR unauthenticated");
+        return true;
+    case PROTO_OK:
+        break;
+    }
+    if ((uint64_t)bytes + 2 > CONN_AUTH_BLOCK_MAX) {
+        c->state = CONN_CLOSING;
+        return false;
+    }
+    if (avail - line < (size_t)bytes + 2) {
+        return false;               /* the rest of the block is on its way */
+    }
+    struct proto_auth_cred cred;
+    const char *reply;
+    switch (proto_auth_token(buf + line, (size_t)bytes + 2, &cred)) {
+    case PROTO_AUTH_BAD_TERMINATION:
+        reply = "CLIENT_ERROR bad command line termination";
+        break;
+    case PROTO_AUTH_BAD_FORMAT:
+        reply = "CLIENT_ERROR bad authentication token format";
+        break;
+    default:
+        c->authenticated = auth_check(cred.user, cred.nuser, cred.pass, cred.npass);
+        STATS_INCR(c->stats, auth_cmds);
+        if (!c->authenticated) {
+            STATS_INCR(c->stats, auth_errors);
+        }
+        reply = c->authenticated ? "STORED" : "CLIENT_ERROR authentication failure";
+        break;
+    }
+    c->rpos += line + bytes + 2;
+    dispatch_reply_line(&c->d, reply);
+    return true;
+}
+
 /* Handle one request line; false when more input is needed. */
 static bool
 conn_parse_one(struct conn *c)
 {
+    if (!c->authenticated && settings.auth_file != NULL) {
+        c->last_cmd = clock_now();
+        return conn_auth_step(c);
+    }
     struct proto_req req;
     size_t consumed = 0;
     dispatch_result_t r;

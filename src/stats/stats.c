@@ -433,9 +433,11 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "cas_enabled", settings.cas_disabled ? "no" : "yes");
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
     emit_str(emit, ctx, "binding_protocol",
+             settings.auth_file != NULL ? "ascii" :      /* -Y forces it, as memcached */
              strcmp(settings.protocol, "auto") == 0 ? "auto-negotiate" : settings.protocol);
     emit_str(emit, ctx, "auth_enabled_sasl", "no");
-    emit_str(emit, ctx, "auth_enabled_ascii", "no");
+    emit_str(emit, ctx, "auth_enabled_ascii",
+             settings.auth_file != NULL ? settings.auth_file : "no");
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);
     emit_str(emit, ctx, "maxconns_fast", "yes");
     emit_u64(emit, ctx, "hashpower_init", settings.hashpower);

@@ -497,6 +497,20 @@ check_protocol(void)
     }
     settings.binary_auto = strcmp(settings.protocol, "auto") == 0;
     settings.binary_only = strcmp(settings.protocol, "binary") == 0;
+    if (settings.auth_file != NULL) {
+        /* memcached's -Y is an ASCII exchange: no binary connections. */
+        if (settings.binary_only) {
+            fprintf(stderr, "slabcache: You cannot allow the BINARY protocol while using "
+                    "ascii authentication tokens.\n");
+            return -1;
+        }
+        settings.binary_auto = false;
+        if (settings.udp_port != 0) {
+            fprintf(stderr, "slabcache: Cannot use UDP with ascii authentication enabled "
+                    "(-U 0 to disable)\n");
+            return -1;
+        }
+    }
     return 0;
 }
 

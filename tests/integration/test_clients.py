@@ -921,6 +921,39 @@ def nutcracker_stats(port):
     return json.loads(data.decode())
 
 
+def nutcracker_start(nut, ports, tmp, retry_ms):
+    """nutcracker in front of ports (ketama, auto_eject_hosts, ejected
+    after one failure, retried after retry_ms): (proc, listen port, stats
+    port, a function returning its log's tail)."""
+    listen, stats_port = free_port(), free_port()
+    conf = os.path.join(tmp, "nutcracker.yml")
+    with open(conf, "w") as f:
+        f.write("pool:\n"
+                "  listen: %s:%d\n"
+                "  hash: fnv1a_64\n"
+                "  distribution: ketama\n"
+                "  timeout: 10000\n"
+                "  auto_eject_hosts: true\n"
+                "  server_retry_timeout: %d\n"
+                "  server_failure_limit: 1\n"
+                "  server_connections: 1\n"
+                "  servers:\n" % (HOST, listen, retry_ms))
+        for j, port in enumerate(ports):
+            f.write("   - %s:%d:1 s%d\n" % (HOST, port, j + 1))
+    logpath = os.path.join(tmp, "nutcracker.log")
+    with open(logpath, "wb") as log:
+        nc = start_daemon([nut, "-c", conf, "-a", HOST, "-s",
+                           str(stats_port), "-i", "200", "-o", logpath], log)
+
+    def nc_log():
+        with open(logpath, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-3000:]
+    if not wait_until(lambda: port_open(listen) and port_open(stats_port), timeout=10):
+        stop_daemon(nc)
+        raise AssertionError("nutcracker did not listen:\n" + nc_log())
+    return nc, listen, stats_port, nc_log
+
+
 @test
 def twemproxy_multiget():
     nut = which("nutcracker", "/usr/sbin/nutcracker")
@@ -931,33 +964,9 @@ def twemproxy_multiget():
             Server(*SERVER_ARGS) as s3, \
             tempfile.TemporaryDirectory() as tmp:
         backends = (s1, s2, s3)
-        listen, stats_port = free_port(), free_port()
-        conf = os.path.join(tmp, "nutcracker.yml")
-        with open(conf, "w") as f:
-            f.write("pool:\n"
-                    "  listen: %s:%d\n"
-                    "  hash: fnv1a_64\n"
-                    "  distribution: ketama\n"
-                    "  timeout: 10000\n"
-                    "  auto_eject_hosts: true\n"
-                    "  server_retry_timeout: 30000\n"
-                    "  server_failure_limit: 1\n"
-                    "  server_connections: 1\n"
-                    "  servers:\n" % (HOST, listen))
-            for j, s in enumerate(backends):
-                f.write("   - %s:%d:1 s%d\n" % (HOST, s.port, j + 1))
-        logpath = os.path.join(tmp, "nutcracker.log")
-        with open(logpath, "wb") as log:
-            nc = start_daemon([nut, "-c", conf, "-a", HOST, "-s",
-                               str(stats_port), "-i", "200", "-o", logpath],
-                              log)
+        nc, listen, stats_port, nc_log = nutcracker_start(
+            nut, [s.port for s in backends], tmp, retry_ms=30000)
         try:
-            def nc_log():
-                with open(logpath, "rb") as f:
-                    return f.read().decode("utf-8", "replace")[-3000:]
-            check(wait_until(lambda: port_open(listen) and
-                             port_open(stats_port), timeout=10),
-                  "nutcracker did not listen:\n" + nc_log())
             flags = lambda i: i % 3  # noqa: E731
             raw_store(listen, flags=flags)
             raw_verify(listen, flags=flags,
@@ -988,6 +997,84 @@ def twemproxy_multiget():
                       "twemproxy s%d answered nothing" % (j + 1))
             check(nc.poll() is None, "nutcracker exited:\n" + nc_log())
         finally:
+            stop_daemon(nc)
+
+
+def proxy_sets(port, prefix, n):
+    """Set prefix0..n-1 through the proxy one by one: (stored, errors)."""
+    stored = errors = 0
+    with Client(port, timeout=15) as c:
+        for i in range(n):
+            key = "%s:%06d:%08x" % (prefix, i, (i * 2654435761) % (1 << 32))
+            c.send(b"set %s 0 0 1\r\nx\r\n" % key.encode())
+            line = c.read_line()
+            if line == b"STORED":
+                stored += 1
+            else:
+                errors += 1
+    return stored, errors
+
+
+def items_on(port):
+    with Client(port, timeout=5) as c:
+        return int(c.stats()["curr_items"])
+
+
+@test
+def twemproxy_ejects_a_dead_backend_and_takes_it_back():
+    """notes/scale-out.md: a backend that dies is ejected after its first
+    failure and the proxy keeps serving from the others; restarted on its
+    port, it is taken back after server_retry_timeout."""
+    nut = which("nutcracker", "/usr/sbin/nutcracker")
+    if not nut:
+        raise SkipCheck("nutcracker (twemproxy) not installed (%s)"
+                        % SETUP_HINT)
+    retry_ms = 4000
+    with Server(*SERVER_ARGS) as s1, Server(*SERVER_ARGS) as s2, \
+            Server(*SERVER_ARGS) as s3, \
+            tempfile.TemporaryDirectory() as tmp:
+        backends = (s1, s2, s3)
+        nc, listen, stats_port, nc_log = nutcracker_start(
+            nut, [s.port for s in backends], tmp, retry_ms=retry_ms)
+        back = None
+        try:
+            eq(proxy_sets(listen, "a", 600), (600, 0), "sets with three backends")
+            per = [items_on(s.port) for s in backends]
+            check(min(per) > 60, "ketama spread: %s" % per)
+
+            s2.stop()
+            t0 = time.monotonic()
+            stored, errors = proxy_sets(listen, "b", 600)
+            # nutcracker sees the closed connection itself, or the first
+            # request routed to s2 fails: at most a few errors, then none
+            check(errors <= 5 and stored + errors == 600,
+                  "sets while s2 dies: %d stored, %d errors" % (stored, errors))
+            check(wait_until(lambda: nutcracker_stats(stats_port)["pool"].get(
+                                 "server_ejects", 0) >= 1, timeout=3),
+                  "s2 ejected: %r" % nutcracker_stats(stats_port)["pool"])
+            check(time.monotonic() - t0 < retry_ms / 1000.0,
+                  "600 sets took longer than the retry timeout; the next check would race it")
+            # ejected: every key hashes to s1 or s3 until the retry timeout
+            eq(proxy_sets(listen, "c", 300), (300, 0), "sets while s2 is ejected")
+            eq(items_on(s1.port) + items_on(s3.port), per[0] + per[2] + stored + 300,
+               "the sets went to the two live backends")
+            check(nc.poll() is None, "nutcracker exited:\n" + nc_log())
+
+            # the same port again: taken back after server_retry_timeout
+            cmd = [s2.binary, "-l", HOST, "-p", str(s2.port), "-U", "0"] + \
+                  (["-u", "root"] if os.geteuid() == 0 else []) + list(SERVER_ARGS)
+            with open(os.path.join(tmp, "back.log"), "wb") as log:
+                back = start_daemon(cmd, log)
+            check(wait_until(lambda: port_open(s2.port), timeout=10), "s2 restarted")
+
+            def s2_gets_keys():
+                proxy_sets(listen, "d%d" % int(time.monotonic() * 1000), 60)
+                return items_on(s2.port) > 0
+            check(wait_until(s2_gets_keys, timeout=retry_ms / 1000.0 + 10, interval=0.5),
+                  "s2 was not taken back:\n" + nc_log())
+        finally:
+            if back is not None:
+                stop_daemon(back)
             stop_daemon(nc)
 
 
