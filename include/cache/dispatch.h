@@ -86,6 +86,7 @@ struct dispatch_ctx {
         bool             key_binary;
     } ms;
     int                  fd;        /* the client's, for watch lines' cfd */
+    bool                 log_replies; /* -vv: this classic command's answers */
     logger_close_reason_t close_reason; /* for `watch connevents` */
     struct logger_watcher *watcher; /* DISPATCH_WATCH */
     struct {
@@ -102,6 +103,9 @@ void dispatch_set_shutdown(dispatch_shutdown_fn fn);
 /* Output helpers for command handlers (dispatch.c, admin.c). */
 void dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp);
 void dispatch_reply_line(struct dispatch_ctx *d, const char *text); /* + "\r\n" */
+/* The same unless noreply (then only -vv's log line). */
+void dispatch_reply_nr(struct dispatch_ctx *d, bool noreply, proto_rsp_t rsp);
+void dispatch_reply_line_nr(struct dispatch_ctx *d, bool noreply, const char *text);
 /* The answer in progress has reached the connection's output bound. */
 bool dispatch_out_full(const struct dispatch_ctx *d);
 

@@ -1,8 +1,13 @@
 /*
- * log.h -- leveled logging to stderr (-v, -vv).
+ * log.h -- leveled logging to stderr (-v, -vv). At -vv the connection
+ * layer and the classic ASCII dispatcher write memcached's per-connection
+ * lines: "<fd new auto-negotiating client connection", "<fd <command
+ * line>", ">fd <answer>", ">fd sending key K", "<fd connection closed.".
  */
 #ifndef SC_LOG_H
 #define SC_LOG_H
+
+#include <stdbool.h>
 
 typedef enum log_level {
     LOG_LEVEL_ERROR = 0,
@@ -12,6 +17,9 @@ typedef enum log_level {
 } log_level_t;
 
 void log_set_level(int level);
+/* Whether lines of this level are written (a relaxed load): callers test
+ * it before composing a per-request line. */
+bool log_enabled(log_level_t level);
 void log_write(log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

@@ -59,7 +59,7 @@
     X(daemonize,       FLAG,    'd', "daemon",              false,       0,    0,           NULL,                "run as a daemon") \
     X(pid_file,        STR,     'P', "pidfile",             NULL,        0,    0,           NULL,                "write the process id to this file") \
     X(user,            STR,     'u', "user",                NULL,        0,    0,           NULL,                "drop privileges to this user") \
-    X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v; -vv adds nothing more yet)") \
+    X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v); -vv: every command and answer, as memcached") \
     X(extended,        STR,     'o', "extended",            NULL,        0,    0,           NULL,                "comma separated extended options (the -o rows below)") \
     X(auth_file,       STR,     'Y', "auth-file",           NULL,        0,    0,           "auth_enabled_ascii", "memcached's ASCII authentication: user:password lines; clients send \"set <any> 0 0 <n>\" with \"user pass\" as data") \
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \

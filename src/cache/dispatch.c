@@ -41,6 +41,9 @@ dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp)
     size_t len;
     const char *s = proto_rsp_str(rsp, &len);
 
+    if (d->log_replies) {
+        log_debug(">%d %.*s", d->fd, (int)(len >= 2 ? len - 2 : len), s);
+    }
     outq_add(d->out, s, len);
 }
 
@@ -50,7 +53,34 @@ dispatch_reply_line(struct dispatch_ctx *d, const char *text)
     char buf[PROTO_LINE_MAX];
     size_t n = proto_compose_line(buf, sizeof(buf), text);
 
+    if (d->log_replies) {
+        log_debug(">%d %s", d->fd, text);
+    }
     outq_add(d->out, buf, n);
+}
+
+/* An answer the client asked not to get (noreply): -vv still logs it, as
+ * memcached does ("NOREPLY STORED"). */
+void
+dispatch_reply_nr(struct dispatch_ctx *d, bool noreply, proto_rsp_t rsp)
+{
+    if (!noreply) {
+        dispatch_reply(d, rsp);
+    } else if (d->log_replies) {
+        size_t len;
+        const char *s = proto_rsp_str(rsp, &len);
+        log_debug(">%d NOREPLY %.*s", d->fd, (int)(len >= 2 ? len - 2 : len), s);
+    }
+}
+
+void
+dispatch_reply_line_nr(struct dispatch_ctx *d, bool noreply, const char *text)
+{
+    if (!noreply) {
+        dispatch_reply_line(d, text);
+    } else if (d->log_replies) {
+        log_debug(">%d NOREPLY %s", d->fd, text);
+    }
 }
 
 void
@@ -78,6 +108,9 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
     if (outq_add(d->out, hdr, n) != 0) {
         item_release(it);       /* no header, so no value either */
         return;
+    }
+    if (d->log_replies) {
+        log_debug(">%d sending key %.*s", d->fd, (int)item_nkey(it), item_key(it));
     }
     dispatch_reply_data(d, it);
 }
@@ -324,9 +357,8 @@ do_update(struct dispatch_ctx *d, const struct proto_req *req)
                               LOGGER_STORE_TOO_LARGE : LOGGER_STORE_NO_MEMORY,
                               store_cmd_name(req->cmd), 0, 0, d->fd, 0);
         }
-        if (!req->noreply) {
-            dispatch_reply(d, st == ITEM_TOO_LARGE ? PROTO_RSP_TOO_LARGE : PROTO_RSP_OOM);
-        }
+        dispatch_reply_nr(d, req->noreply,
+                          st == ITEM_TOO_LARGE ? PROTO_RSP_TOO_LARGE : PROTO_RSP_OOM);
         if (st == ITEM_TOO_LARGE) {
             STATS_INCR(d->stats, store_too_large);
         } else {
@@ -401,9 +433,7 @@ dispatch_data_done(struct dispatch_ctx *d)
         }
     }
     item_release(it);
-    if (!d->noreply) {
-        dispatch_reply(d, rsp);
-    }
+    dispatch_reply_nr(d, d->noreply, rsp);
 }
 
 void
@@ -446,18 +476,16 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
                                   &cls);
 
     dispatch_count_arith(d, incr, st, cls);
-    if (req->noreply) {
-        return DISPATCH_DONE;
-    }
     switch (st) {
     case ITEM_OK: {
-        char buf[32];
-        outq_add(d->out, buf, proto_compose_uint(buf, sizeof(buf), value));
+        char num[24];
+        snprintf(num, sizeof(num), "%llu", (unsigned long long)value);
+        dispatch_reply_line_nr(d, req->noreply, num);
         break;
     }
-    case ITEM_NOT_FOUND:   dispatch_reply(d, PROTO_RSP_NOT_FOUND); break;
-    case ITEM_NON_NUMERIC: dispatch_reply(d, PROTO_RSP_NON_NUMERIC); break;
-    default:               dispatch_reply(d, PROTO_RSP_INCR_OOM); break;
+    case ITEM_NOT_FOUND:   dispatch_reply_nr(d, req->noreply, PROTO_RSP_NOT_FOUND); break;
+    case ITEM_NON_NUMERIC: dispatch_reply_nr(d, req->noreply, PROTO_RSP_NON_NUMERIC); break;
+    default:               dispatch_reply_nr(d, req->noreply, PROTO_RSP_INCR_OOM); break;
     }
     return DISPATCH_DONE;
 }
@@ -479,9 +507,7 @@ do_delete(struct dispatch_ctx *d, const struct proto_req *req)
     } else {
         STATS_INCR(d->stats, delete_misses);
     }
-    if (!req->noreply) {
-        dispatch_reply(d, st == ITEM_OK ? PROTO_RSP_DELETED : PROTO_RSP_NOT_FOUND);
-    }
+    dispatch_reply_nr(d, req->noreply, st == ITEM_OK ? PROTO_RSP_DELETED : PROTO_RSP_NOT_FOUND);
     return DISPATCH_DONE;
 }
 
@@ -500,9 +526,7 @@ do_touch(struct dispatch_ctx *d, const struct proto_req *req)
     } else {
         STATS_INCR(d->stats, touch_misses);
     }
-    if (!req->noreply) {
-        dispatch_reply(d, st == ITEM_OK ? PROTO_RSP_TOUCHED : PROTO_RSP_NOT_FOUND);
-    }
+    dispatch_reply_nr(d, req->noreply, st == ITEM_OK ? PROTO_RSP_TOUCHED : PROTO_RSP_NOT_FOUND);
     return DISPATCH_DONE;
 }
 
@@ -513,9 +537,7 @@ flush_refused(struct dispatch_ctx *d, const struct proto_req *req)
     if (!settings.flush_disabled) {
         return false;
     }
-    if (!req->noreply) {
-        dispatch_reply_line(d, "CLIENT_ERROR flush_all not allowed");
-    }
+    dispatch_reply_line_nr(d, req->noreply, "CLIENT_ERROR flush_all not allowed");
     return true;
 }
 
@@ -527,9 +549,7 @@ do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
         return DISPATCH_DONE;
     }
     item_flush(req->has_arg ? req->arg : 0);
-    if (!req->noreply) {
-        dispatch_reply(d, PROTO_RSP_OK);
-    }
+    dispatch_reply_nr(d, req->noreply, PROTO_RSP_OK);
     return DISPATCH_DONE;
 }
 
@@ -547,9 +567,7 @@ do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
     if (req->has_arg) {
         log_set_level((int)req->arg);
     }
-    if (!req->noreply) {
-        dispatch_reply(d, PROTO_RSP_OK);
-    }
+    dispatch_reply_nr(d, req->noreply, PROTO_RSP_OK);
     return DISPATCH_DONE;
 }
 
@@ -586,21 +604,15 @@ static dispatch_result_t
 do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
 {
     if (req->arg < MEMLIMIT_MIN_MB) {
-        if (!req->noreply) {
-            dispatch_reply_line(d, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
-        }
+        dispatch_reply_line_nr(d, req->noreply, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
         return DISPATCH_DONE;
     }
     if (req->arg > MEMLIMIT_MAX_MB) {
-        if (!req->noreply) {
-            dispatch_reply_line(d, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
-        }
+        dispatch_reply_line_nr(d, req->noreply, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes");
         return DISPATCH_DONE;
     }
     slab_set_limit((size_t)req->arg * 1024 * 1024);
-    if (!req->noreply) {
-        dispatch_reply(d, PROTO_RSP_OK);
-    }
+    dispatch_reply_nr(d, req->noreply, PROTO_RSP_OK);
     return DISPATCH_DONE;
 }
 
@@ -703,6 +715,9 @@ command_handler(proto_cmd_t cmd)
 dispatch_result_t
 dispatch_request(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    /* memcached -vv logs the answers of classic commands, not binary or
+     * meta ones (dispatch_meta clears this). */
+    d->log_replies = !req->bin.on && log_enabled(LOG_LEVEL_DEBUG);
     if (req->bin.on) {
         return dispatch_bin(d, req);
     }
@@ -721,6 +736,13 @@ dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
     if (req->bin.on) {
         return dispatch_bin_error(d, req);
     }
+    d->log_replies = !req->bin.on && log_enabled(LOG_LEVEL_DEBUG);
+    /* memcached -vv logs the END of a get it then answers with an error. */
+    if (d->log_replies && strncmp(req->error, "CLIENT_ERROR", 12) == 0 &&
+        (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS ||
+         req->cmd == PROTO_CMD_GAT || req->cmd == PROTO_CMD_GATS)) {
+        log_debug(">%d END", d->fd);
+    }
     /* A bad delay reached memcached's flush_all handler; ERROR did not. */
     if (req->cmd == PROTO_CMD_FLUSH_ALL && strcmp(req->error, "ERROR") != 0) {
         STATS_INCR(d->stats, cmd_flush);
@@ -728,9 +750,7 @@ dispatch_error(struct dispatch_ctx *d, const struct proto_req *req)
             return DISPATCH_DONE;
         }
     }
-    if (!req->noreply) {
-        dispatch_reply_line(d, req->error);
-    }
+    dispatch_reply_line_nr(d, req->noreply, req->error);
     if (req->swallow) {
         d->swallow = (uint64_t)req->vlen + 2;
         return DISPATCH_SWALLOW;

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "dispatch.h"
 #include "item.h"
+#include "log.h"
 #include "logger.h"
 #include "outq.h"
 #include "slab.h"
@@ -412,6 +413,7 @@ do_me(struct dispatch_ctx *d, const struct proto_req *req)
 dispatch_result_t
 dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    d->log_replies = false;
     switch (req->cmd) {
     case PROTO_CMD_MG: return do_mg(d, req);
     case PROTO_CMD_MS: return do_ms(d, req);
@@ -419,6 +421,7 @@ dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req)
     case PROTO_CMD_MA: return do_ma(d, req);
     case PROTO_CMD_ME: return do_me(d, req);
     default:
+        log_debug(">%d MN", d->fd);            /* memcached -vv logs mn's answer */
         outq_add(d->out, "MN\r\n", 4);
         return DISPATCH_DONE;
     }

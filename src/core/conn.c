@@ -38,6 +38,7 @@
 #include "auth.h"
 #include "clock.h"
 #include "dispatch.h"
+#include "log.h"
 #include "logger.h"
 #include "outq.h"
 #include "proto.h"
@@ -187,6 +188,8 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     if (logger_wants(LOGGER_CONNEVENTS)) {
         logger_conn_new(c->rip, c->rport, c->unix_socket ? "local" : "tcp", fd);
     }
+    log_debug("<%d new %s client connection", fd,
+              settings.binary_auto ? "auto-negotiating" : settings.binary_only ? "binary" : "ascii");
     c->list = list;
     pthread_mutex_lock(&list->lock);
     c->next = list->head;
@@ -236,6 +239,7 @@ conn_free(struct conn *c)
         pthread_mutex_unlock(&c->list->lock);
     }
     int fd = c->fd;
+    log_debug("<%d connection closed.", fd);
     if (logger_wants(LOGGER_CONNEVENTS)) {
         logger_conn_close(c->rip, c->rport, c->unix_socket ? "local" : "tcp",
                           c->d.close_reason, fd);
@@ -351,6 +355,9 @@ conn_read(struct conn *c)
          * -B ascii reads a 0x80 as text, -B binary everything as binary. */
         c->binary = settings.binary_only ||
                     ((unsigned char)dst[0] == PROTO_BINARY_MAGIC && settings.binary_auto);
+        if (settings.binary_auto) {
+            log_debug("%d: Client using the %s protocol", c->fd, c->binary ? "binary" : "ascii");
+        }
     }
     if (direct) {
         c->data_got += (uint32_t)n;
@@ -517,6 +524,21 @@ conn_auth_step(struct conn *c)
     return true;
 }
 
+/* -vv: the command line about to be handled, as memcached logs it. */
+static void
+conn_log_line(struct conn *c)
+{
+    const char *p = c->rbuf + c->rpos;
+    size_t avail = c->rlen - c->rpos;
+    const char *nl = memchr(p, '\n', avail);
+    size_t n = nl != NULL ? (size_t)(nl - p) : avail;
+
+    if (n > 0 && p[n - 1] == '\r') {
+        n--;
+    }
+    log_debug("<%d %.*s", c->fd, (int)(n < 1000 ? n : 1000), p);
+}
+
 /* Handle one request line; false when more input is needed. */
 static bool
 conn_parse_one(struct conn *c)
@@ -533,6 +555,9 @@ conn_parse_one(struct conn *c)
         proto_bin_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed) :
         proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed);
 
+    if (!c->binary && st != PROTO_AGAIN && st != PROTO_CLOSE && log_enabled(LOG_LEVEL_DEBUG)) {
+        conn_log_line(c);
+    }
     switch (st) {
     case PROTO_AGAIN:
         return false;

@@ -150,6 +150,8 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
         return -1;
     }
     evconnlistener_set_error_cb(l, listener_on_error);
+    log_debug("<%d server listening (%s)", (int)evconnlistener_get_fd(l),
+              settings.binary_auto ? "auto-negotiate" : settings.binary_only ? "binary" : "ascii");
     conn_format_addr(sa, listen_names[nlisteners], sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
     return 0;

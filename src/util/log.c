@@ -17,6 +17,12 @@ log_set_level(int level)
 }
 
 
+bool
+log_enabled(log_level_t level)
+{
+    return (int)level <= atomic_load_explicit(&log_level, memory_order_relaxed);
+}
+
 void
 log_write(log_level_t level, const char *fmt, ...)
 {
