@@ -23,6 +23,9 @@
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
+#ifdef HAVE_TLS
+#include "tls.h"
+#endif
 #include "conn.h"
 #include "crawler.h"
 #include "dispatch.h"
@@ -351,6 +354,11 @@ main(int argc, char **argv)
     if (auth_rc != 0) {
         return auth_rc;
     }
+#ifdef HAVE_TLS
+    if (tls_setup() != 0) {
+        return EXIT_FAILURE;
+    }
+#endif
     int fd_rc = fit_fd_limit();
     if (fd_rc != 0) {
         return fd_rc;
@@ -387,6 +395,10 @@ main(int argc, char **argv)
     stats_teardown();
     evict_teardown();
     storage_teardown();
+    auth_teardown();
+#ifdef HAVE_TLS
+    tls_teardown();
+#endif
     libevent_global_shutdown();
     return rc;
 }

@@ -41,8 +41,10 @@ struct sockaddr;
  * unix:PATH ("unknown" for anything else). */
 void         conn_format_addr(const struct sockaddr *sa, char *out, size_t cap);
 
+/* tls: the client came through a TLS listener (-Z): its bytes go through
+ * tls.h, the handshake first. */
 struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
-                      struct conn_list *list);
+                      struct conn_list *list, bool tls);
 void         conn_free(struct conn *c);
 /* Free every connection on the list (worker shutdown). */
 void         conn_free_all(struct conn_list *list);

@@ -8,6 +8,8 @@
 #ifndef SC_WORKER_H
 #define SC_WORKER_H
 
+#include <stdbool.h>
+
 struct event_base;
 struct stats_thread;
 
@@ -15,6 +17,6 @@ int  worker_setup(int nthreads);
 /* Ask every worker loop to stop, join them, free their connections. */
 void worker_teardown(void);
 /* Give an accepted, non-blocking socket to the next worker. */
-int  worker_handoff(int fd);
+int  worker_handoff(int fd, bool tls);
 
 #endif

@@ -136,6 +136,10 @@ void  stats_conn_open(void);
 void  stats_conn_close(void);
 void  stats_conn_rejected(void);
 void  stats_listen_disabled(uint64_t us);   /* one pause of us microseconds */
+/* TLS (core): a failed handshake, a session cached, certificates (re)loaded. */
+void  stats_tls_handshake_error(void);
+void  stats_tls_new_session(void);
+void  stats_tls_certs_loaded(void);
 uint64_t stats_curr_connections(void);
 
 /* `stats detail` (detail.c): per key-prefix request counts. */

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 struct outq_seg {
     const char *ptr;            /* NULL: the bytes are in buf at off */
@@ -79,5 +80,8 @@ outq_sendable(const struct outq *q)
 }
 /* One writev of what is queued: bytes written, or -1 with errno. */
 ssize_t outq_write(struct outq *q, int fd);
+/* The same through write_fn, which acts as writev() (TLS connections). */
+typedef ssize_t (*outq_writev_fn)(void *ctx, const struct iovec *iov, int n);
+ssize_t outq_write_with(struct outq *q, outq_writev_fn write_fn, void *ctx);
 
 #endif

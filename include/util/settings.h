@@ -22,7 +22,7 @@
  * Kinds: how the argument is parsed and the field's C type. Command line:
  * INT, OCT (octal), SIZE (k/m/g suffix), REAL, FLAG (no argument), COUNT
  * (-v, -vv), STR. Extended, the name given to -o: XNUM (name=N), XBOOL
- * (name=0|1), XSWITCH (name turns it on, no_name off).
+ * (name=0|1), XSWITCH (name turns it on, no_name off), XSTR (name=text).
  */
 #define SETTINGS_CTYPE_INT     long
 #define SETTINGS_CTYPE_OCT     long
@@ -34,6 +34,7 @@
 #define SETTINGS_CTYPE_XNUM    long
 #define SETTINGS_CTYPE_XBOOL   bool
 #define SETTINGS_CTYPE_XSWITCH bool
+#define SETTINGS_CTYPE_XSTR    const char *
 
 /*  field             kind     short name (long / -o)      default      min   max         stats settings       help */
 #define SETTINGS_OPTIONS(X)                                                                                        \
@@ -61,6 +62,7 @@
     X(user,            STR,     'u', "user",                NULL,        0,    0,           NULL,                "drop privileges to this user") \
     X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v); -vv: every command and answer, as memcached") \
     X(extended,        STR,     'o', "extended",            NULL,        0,    0,           NULL,                "comma separated extended options (the -o rows below)") \
+    X(ssl_enabled,     FLAG,    'Z', "enable-ssl",          false,       0,    0,           "ssl_enabled",       "TLS on the client listeners (-o ssl_*; an -l entry notls:ADDR:PORT stays plain)") \
     X(auth_file,       STR,     'Y', "auth-file",           NULL,        0,    0,           "auth_enabled_ascii", "memcached's ASCII authentication: user:password lines; clients send \"set <any> 0 0 <n>\" with \"user pass\" as data") \
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
     X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \
@@ -78,7 +80,16 @@
     X(idle_timeout,    XNUM,    0,   "idle_timeout",        0,           0,    2147483647,  "idle_timeout",      "close connections idle for N seconds (0 = never)") \
     X(bg_evict,        XBOOL,   0,   "bg_evict",            false,       0,    1,           "bg_evict",          "background evictor: keep free chunks in classes that allocate while memory is full") \
     X(bg_reserve,      XNUM,    0,   "bg_evict_reserve",    64,          1,    1000000,     "bg_evict_reserve",  "free chunks the background evictor keeps per class") \
-    X(bg_batch,        XNUM,    0,   "bg_evict_batch",      32,          1,    10000,       "bg_evict_batch",    "items the background evictor frees per class-lock hold")
+    X(bg_batch,        XNUM,    0,   "bg_evict_batch",      32,          1,    10000,       "bg_evict_batch",    "items the background evictor frees per class-lock hold") \
+    X(ssl_chain_cert,  XSTR,    0,   "ssl_chain_cert",      NULL,        0,    0,           "ssl_chain_cert",    "TLS: the server's certificate chain, PEM") \
+    X(ssl_key,         XSTR,    0,   "ssl_key",             NULL,        0,    0,           "ssl_key",           "TLS: the server's private key") \
+    X(ssl_ca_cert,     XSTR,    0,   "ssl_ca_cert",         NULL,        0,    0,           "ssl_ca_cert",       "TLS: CA certificates that sign client certificates, PEM") \
+    X(ssl_verify_mode, XNUM,    0,   "ssl_verify_mode",     0,           0,    3,           "ssl_verify_mode",   "TLS client certificates: 0 not asked, 1 checked if sent, 2 required, 3 required once") \
+    X(ssl_keyformat,   XNUM,    0,   "ssl_keyformat",       1,           1,    2,           "ssl_keyformat",     "TLS key file format: 1 PEM, 2 ASN.1") \
+    X(ssl_ciphers,     XSTR,    0,   "ssl_ciphers",         NULL,        0,    0,           "ssl_ciphers",       "TLS: OpenSSL cipher list (TLS 1.2 and below)") \
+    X(ssl_min_version, XNUM,    0,   "ssl_min_version",     2,           0,    3,           "ssl_min_version",   "TLS: lowest version, 0 1.0, 1 1.1, 2 1.2, 3 1.3") \
+    X(ssl_wbuf_size,   XNUM,    0,   "ssl_wbuf_size",       16,          1,    1024,        "ssl_wbuf_size",     "TLS: per-connection write buffer, KB (one record per fill)") \
+    X(ssl_session_cache, XSWITCH, 0, "ssl_session_cache",   false,       0,    1,           "ssl_session_cache", "TLS: server-side session cache, for resumption")
 
 struct settings {
 #define SETTINGS_FIELD(name, kind, s, l, def, min, max, stat, help) SETTINGS_CTYPE_##kind name;

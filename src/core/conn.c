@@ -36,6 +36,7 @@
 #include <event2/event.h>
 
 #include "auth.h"
+#include "config.h"
 #include "clock.h"
 #include "dispatch.h"
 #include "log.h"
@@ -44,6 +45,9 @@
 #include "proto.h"
 #include "settings.h"
 #include "stats.h"
+#ifdef HAVE_TLS
+#include "tls.h"
+#endif
 
 #define DIRECT_READ_MIN 4096    /* data blocks this big skip the rbuf */
 
@@ -84,6 +88,8 @@ struct conn {
     bool                 got_input; /* the first byte has been looked at */
     bool                 binary;    /* speaks the binary protocol */
     bool                 authenticated; /* -Y: passed the auth exchange */
+    struct tls_conn     *tls;       /* -Z: a TLS listener's client, else NULL */
+    bool                 tls_read_wants_write; /* SSL_read must wait for POLLOUT */
     rel_time_t           last_cmd;
     rel_time_t           last_io;   /* last command or bytes written */
     char                 peer[64];
@@ -154,7 +160,7 @@ conn_describe_peer(struct conn *c)
 
 struct conn *
 conn_new(int fd, struct event_base *base, struct stats_thread *st,
-         struct conn_list *list)
+         struct conn_list *list, bool tls)
 {
     struct conn *c = calloc(1, sizeof(*c));
 
@@ -162,6 +168,14 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
         return NULL;
     }
     c->fd = fd;
+#ifdef HAVE_TLS
+    if (tls && (c->tls = tls_conn_new(fd)) == NULL) {
+        free(c);
+        return NULL;
+    }
+#else
+    (void)tls;
+#endif
     c->state = CONN_CMD;
     c->stats = st;
     c->rsize = CONN_RBUF_INIT;
@@ -219,6 +233,9 @@ conn_release(struct conn *c)
         event_free(c->ev_write);
     }
     outq_free(&c->out);         /* drops value references */
+#ifdef HAVE_TLS
+    tls_conn_free(c->tls);
+#endif
     free(c->rbuf);
     free(c);
 }
@@ -319,6 +336,51 @@ conn_rbuf_room(struct conn *c)
     return c->rlen < c->rsize;
 }
 
+/* read(), or TLS's: bytes, 0 at the peer's close, -1 (errno EAGAIN: none yet). */
+static ssize_t
+conn_sock_read(struct conn *c, void *dst, size_t cap)
+{
+#ifdef HAVE_TLS
+    if (c->tls != NULL) {
+        bool want_write = false;
+        ssize_t n = tls_read(c->tls, dst, cap, &want_write);
+        if (n < 0 && errno == EAGAIN && want_write && !c->tls_read_wants_write) {
+            /* the handshake must send before it can read on */
+            c->tls_read_wants_write = true;
+            if (!c->write_pending) {
+                event_add(c->ev_write, NULL);
+                c->write_pending = true;
+            }
+        }
+        return n;
+    }
+#endif
+    return read(c->fd, dst, cap);
+}
+
+#ifdef HAVE_TLS
+static ssize_t
+conn_tls_writev(void *ctx, const struct iovec *iov, int n)
+{
+    struct conn *c = ctx;
+    bool want_read = false;
+
+    return tls_writev(c->tls, iov, n, &want_read);
+}
+#endif
+
+/* The output queue to the socket, through TLS for a TLS client. */
+static ssize_t
+conn_sock_write(struct conn *c)
+{
+#ifdef HAVE_TLS
+    if (c->tls != NULL) {
+        return outq_write_with(&c->out, conn_tls_writev, c);
+    }
+#endif
+    return outq_write(&c->out, c->fd);
+}
+
 /* One read(). Returns bytes read, 0 if none are ready, -1 to close. */
 static ssize_t
 conn_read(struct conn *c)
@@ -340,7 +402,7 @@ conn_read(struct conn *c)
         dst = c->rbuf + c->rlen;
         cap = c->rsize - c->rlen;
     }
-    n = read(c->fd, dst, cap);
+    n = conn_sock_read(c, dst, cap);
     if (n == 0) {
         c->d.close_reason = LOGGER_CLOSE_NORMAL;   /* the peer hung up */
         return -1;
@@ -753,7 +815,7 @@ conn_flush(struct conn *c)
 {
     for (;;) {
         if (outq_sendable(&c->out) > 0) {
-            ssize_t n = outq_write(&c->out, c->fd);
+            ssize_t n = conn_sock_write(c);
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 conn_free(c);
                 return false;
@@ -832,13 +894,27 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
         c->yielded = false;
         conn_process(c);
     }
-    conn_flush(c);
+    if (!conn_flush(c)) {
+        return;                 /* freed */
+    }
+#ifdef HAVE_TLS
+    /* Bytes OpenSSL decrypted but we did not take yet raise no event. */
+    if (c->tls != NULL && !c->read_paused && c->state != CONN_CLOSING && tls_pending(c->tls)) {
+        event_active(c->ev_read, EV_READ, 0);
+    }
+#endif
 }
 
 static void
 conn_on_write(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd;
+    struct conn *c = arg;
+
+    if (c->tls_read_wants_write) {
+        c->tls_read_wants_write = false;
+        conn_on_read(fd, EV_READ, c);   /* the handshake can go on */
+        return;
+    }
     (void)what;
-    conn_flush(arg);
+    conn_flush(c);
 }

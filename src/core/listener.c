@@ -40,6 +40,7 @@
 #define LISTEN_BACKOFF_MS 100
 
 static struct evconnlistener *listeners[LISTENERS_MAX];
+static bool                   listener_tls[LISTENERS_MAX];
 static char                   listen_names[LISTENERS_MAX][INET6_ADDRSTRLEN + 16];
 static int                    nlisteners;
 static rel_time_t             listen_since;
@@ -96,9 +97,10 @@ static void
 listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
                    struct sockaddr *addr, int len, void *arg)
 {
+    const bool *tls = arg;
+
     (void)l;
     (void)len;
-    (void)arg;
     if (stats_curr_connections() >= (uint64_t)settings.max_conns) {
         size_t n;
         const char *msg = proto_rsp_str(PROTO_RSP_TOO_MANY_CONNS, &n);
@@ -114,7 +116,7 @@ listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
     stats_conn_open();
-    if (worker_handoff(fd) != 0) {
+    if (worker_handoff(fd, *tls) != 0) {
         close(fd);
         stats_conn_close();
     }
@@ -138,20 +140,22 @@ listener_stats(void (*emit)(void *, const char *, const char *), void *ctx)
 }
 
 static int
-listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len)
+listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len, bool tls)
 {
     if (nlisteners == LISTENERS_MAX) {
         return -1;
     }
+    listener_tls[nlisteners] = tls;
     struct evconnlistener *l = evconnlistener_new_bind(base, listener_on_accept,
-        NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+        &listener_tls[nlisteners], LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
         (int)settings.backlog, sa, (int)len);
     if (l == NULL) {
         return -1;
     }
     evconnlistener_set_error_cb(l, listener_on_error);
-    log_debug("<%d server listening (%s)", (int)evconnlistener_get_fd(l),
-              settings.binary_auto ? "auto-negotiate" : settings.binary_only ? "binary" : "ascii");
+    log_debug("<%d server listening (%s%s)", (int)evconnlistener_get_fd(l),
+              settings.binary_auto ? "auto-negotiate" : settings.binary_only ? "binary" : "ascii",
+              tls ? ", TLS" : "");
     conn_format_addr(sa, listen_names[nlisteners], sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
     return 0;
@@ -171,7 +175,7 @@ listen_unix(struct event_base *base)
     strcpy(sun.sun_path, settings.socket_path);
     unlink(settings.socket_path);
     mode_t old = umask((mode_t)(~settings.socket_mask & 0777));
-    int rc = listener_add(base, (struct sockaddr *)&sun, sizeof(sun));
+    int rc = listener_add(base, (struct sockaddr *)&sun, sizeof(sun), false);
     umask(old);
     if (rc != 0) {
         log_error("failed to listen on unix socket %s", settings.socket_path);
@@ -179,17 +183,65 @@ listen_unix(struct event_base *base)
     return rc;
 }
 
+/*
+ * One -l entry, as memcached reads it: ADDR, ADDR:PORT or [IPV6]:PORT
+ * (the port defaults to -p), with "notls:" in front for a plaintext
+ * listener when -Z is on. Splits entry in place; false if malformed.
+ */
+static bool
+listen_entry(char *entry, char **host, char **port, bool *tls)
+{
+    *tls = settings.ssl_enabled;
+    if (strncmp(entry, "notls:", 6) == 0) {
+        if (!settings.ssl_enabled) {
+            log_error("'notls' option is valid only when SSL is enabled");
+            return false;
+        }
+        *tls = false;
+        entry += 6;
+    }
+    *host = entry;
+    *port = NULL;
+    if (entry[0] == '[') {                      /* [v6]:port */
+        char *close = strchr(entry, ']');
+        if (close == NULL) {
+            return false;
+        }
+        *close = '\0';
+        *host = entry + 1;
+        if (close[1] == ':') {
+            *port = close + 2;
+        }
+    } else {
+        char *colon = strchr(entry, ':');
+        if (colon != NULL && strchr(colon + 1, ':') == NULL) {     /* not bare v6 */
+            *colon = '\0';
+            *port = colon + 1;
+        }
+    }
+    return **host != '\0';
+}
+
 /* -l takes a comma-separated list of addresses, as memcached's does. */
 static int
 listen_tcp(struct event_base *base)
 {
-    char addrs[256], port[16];
+    char addrs[1024], defport[16];
     char *save = NULL;
 
     snprintf(addrs, sizeof(addrs), "%s", settings.listen_addr);
-    snprintf(port, sizeof(port), "%ld", settings.port);
-    for (char *host = strtok_r(addrs, ",", &save); host != NULL;
-         host = strtok_r(NULL, ",", &save)) {
+    snprintf(defport, sizeof(defport), "%ld", settings.port);
+    for (char *entry = strtok_r(addrs, ",;", &save); entry != NULL;
+         entry = strtok_r(NULL, ",;", &save)) {
+        char *host, *port;
+        bool tls;
+        if (!listen_entry(entry, &host, &port, &tls)) {
+            log_error("bad listen address %s", entry);
+            return -1;
+        }
+        if (port == NULL || *port == '\0') {
+            port = defport;
+        }
         struct addrinfo hints, *res = NULL;
         memset(&hints, 0, sizeof(hints));
         hints.ai_family = AF_UNSPEC;
@@ -202,7 +254,7 @@ listen_tcp(struct event_base *base)
         }
         int ok = -1;
         for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-            if (listener_add(base, ai->ai_addr, ai->ai_addrlen) == 0) {
+            if (listener_add(base, ai->ai_addr, ai->ai_addrlen, tls) == 0) {
                 ok = 0;
             }
         }

@@ -41,6 +41,7 @@ static _Atomic unsigned next_worker;
 static bool             yield_between_batches;
 
 #define NOTIFY_STOP (-1)         /* written instead of an fd: leave the loop */
+#define NOTIFY_TLS  (1 << 30)    /* or'ed into an fd: a TLS listener's client */
 
 /*
  * Everything another thread asks of a worker comes through its pipe, so
@@ -58,7 +59,9 @@ worker_on_notify(evutil_socket_t fd, short what, void *arg)
             event_base_loopbreak(w->base);
             continue;
         }
-        if (conn_new(cfd, w->base, &w->stats, &w->conns) == NULL) {
+        bool tls = (cfd & NOTIFY_TLS) != 0;
+        cfd &= ~NOTIFY_TLS;
+        if (conn_new(cfd, w->base, &w->stats, &w->conns, tls) == NULL) {
             log_error("failed to set up connection %d", cfd);
             close(cfd);
             stats_conn_close();
@@ -232,7 +235,8 @@ worker_teardown(void)
 }
 
 int
-worker_handoff(int fd)
+worker_handoff(int fd, bool tls)
 {
-    return worker_notify(&workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers], fd);
+    return worker_notify(&workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers],
+                         fd | (tls ? NOTIFY_TLS : 0));
 }

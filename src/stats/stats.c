@@ -38,6 +38,9 @@ static uint32_t             reserved_fds;
 STATS_CONN_COUNTERS(CONN_FIELD)
 STATS_LISTEN_COUNTERS(CONN_FIELD)
 #undef CONN_FIELD
+static _Atomic uint64_t   ssl_handshake_errors;
+static _Atomic uint64_t   ssl_new_sessions;
+static _Atomic rel_time_t ssl_certs_loaded_at;
 
 static const struct {
     const char     *name;
@@ -107,6 +110,10 @@ stats_conn_open(void)
 
 void stats_conn_close(void)     { atomic_fetch_sub(&curr_connections, 1); }
 void stats_conn_rejected(void)  { atomic_fetch_add(&rejected_connections, 1); }
+
+void stats_tls_handshake_error(void) { atomic_fetch_add(&ssl_handshake_errors, 1); }
+void stats_tls_new_session(void)     { atomic_fetch_add(&ssl_new_sessions, 1); }
+void stats_tls_certs_loaded(void)    { atomic_store(&ssl_certs_loaded_at, clock_now()); }
 
 void
 stats_listen_disabled(uint64_t us)
@@ -327,6 +334,14 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "log_watcher_skipped", log_skipped);
     emit_u64(emit, ctx, "log_watcher_sent", log_sent);
     emit_u64(emit, ctx, "log_watchers", log_watchers);
+    if (settings.ssl_enabled) {
+        if (settings.ssl_session_cache) {
+            emit_u64(emit, ctx, "ssl_new_sessions", atomic_load(&ssl_new_sessions));
+        }
+        emit_u64(emit, ctx, "ssl_handshake_errors", atomic_load(&ssl_handshake_errors));
+        emit_u64(emit, ctx, "time_since_server_cert_refresh",
+                 clock_now() - atomic_load(&ssl_certs_loaded_at));
+    }
     emit_zeros(emit, ctx, no_napi);
     emit_u64(emit, ctx, "bytes", is.bytes);
     emit_u64(emit, ctx, "curr_items", is.curr_items);
@@ -387,14 +402,32 @@ static const struct fixed_setting ext_fixed[] = {
     { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
     { "ext_max_sleep", "1000000" }, { "ext_max_frag", "0.80" },
     { "slab_automove_freeratio", "0.010" }, { "ext_drop_unread", "no" },
-    { "ssl_enabled", "no" }, { "ssl_chain_cert", "(null)" },
-    { "ssl_key", "(null)" }, { "ssl_verify_mode", "0" },
-    { "ssl_keyformat", "1" }, { "ssl_ciphers", "NULL" },
-    { "ssl_ca_cert", "NULL" }, { "ssl_wbuf_size", "16384" },
-    { "ssl_session_cache", "no" }, { "ssl_kernel_tls", "no" },
-    { "ssl_min_version", "tlsv1.2" }, { "num_napi_ids", "(null)" },
-    { "memory_file", "(null)" }, { NULL, NULL },
+    { NULL, NULL },
 };
+static const struct fixed_setting tail_fixed[] = {
+    { "num_napi_ids", "(null)" }, { "memory_file", "(null)" }, { NULL, NULL },
+};
+
+/* memcached's TLS settings lines, as it prints them (the verify mode as
+ * OpenSSL's flags, the write buffer in bytes, an unset path "(null)"). */
+static void
+emit_ssl_settings(stats_emit_fn emit, void *ctx)
+{
+    static const char *const versions[] = { "tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3" };
+    static const unsigned verify_flags[] = { 0, 1, 3, 7 };
+
+    emit_str(emit, ctx, "ssl_enabled", settings.ssl_enabled ? "yes" : "no");
+    emit_str(emit, ctx, "ssl_chain_cert", settings.ssl_chain_cert ? settings.ssl_chain_cert : "(null)");
+    emit_str(emit, ctx, "ssl_key", settings.ssl_key ? settings.ssl_key : "(null)");
+    emit_u64(emit, ctx, "ssl_verify_mode", verify_flags[settings.ssl_verify_mode & 3]);
+    emit_u64(emit, ctx, "ssl_keyformat", (uint64_t)settings.ssl_keyformat);
+    emit_str(emit, ctx, "ssl_ciphers", settings.ssl_ciphers ? settings.ssl_ciphers : "NULL");
+    emit_str(emit, ctx, "ssl_ca_cert", settings.ssl_ca_cert ? settings.ssl_ca_cert : "NULL");
+    emit_u64(emit, ctx, "ssl_wbuf_size", (uint64_t)settings.ssl_wbuf_size * 1024);
+    emit_str(emit, ctx, "ssl_session_cache", settings.ssl_session_cache ? "yes" : "no");
+    emit_str(emit, ctx, "ssl_kernel_tls", "no");
+    emit_str(emit, ctx, "ssl_min_version", versions[settings.ssl_min_version & 3]);
+}
 
 static void
 emit_fixed(stats_emit_fn emit, void *ctx, const struct fixed_setting *f)
@@ -457,6 +490,8 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
     emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);
+    emit_ssl_settings(emit, ctx);
+    emit_fixed(emit, ctx, tail_fixed);
     /* slabcache's own that are not rows of the option table as such. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());
     evict_names(buf, sizeof(buf));

@@ -179,8 +179,20 @@ outq_advance(struct outq *q, size_t w)
  * (then it is full: stop, rather than spend a syscall on EAGAIN). Usually
  * one call, one writev.
  */
+static ssize_t
+outq_writev_fd(void *ctx, const struct iovec *iov, int n)
+{
+    return writev(*(int *)ctx, iov, n);
+}
+
 ssize_t
 outq_write(struct outq *q, int fd)
+{
+    return outq_write_with(q, outq_writev_fd, &fd);
+}
+
+ssize_t
+outq_write_with(struct outq *q, outq_writev_fn write_fn, void *ctx)
 {
     struct iovec iov[OUTQ_IOV_MAX];
     ssize_t total = 0;
@@ -199,7 +211,7 @@ outq_write(struct outq *q, int fd)
             iov[n].iov_len = len < allow - offered ? len : allow - offered;
             offered += iov[n].iov_len;
         }
-        ssize_t w = writev(fd, iov, n);
+        ssize_t w = write_fn(ctx, iov, n);
         if (w <= 0) {
             return total > 0 ? total : w;
         }

@@ -25,7 +25,7 @@ struct settings settings;
 
 typedef enum opt_kind {
     KIND_INT, KIND_OCT, KIND_SIZE, KIND_REAL, KIND_FLAG, KIND_COUNT, KIND_STR,
-    KIND_XNUM, KIND_XBOOL, KIND_XSWITCH
+    KIND_XNUM, KIND_XBOOL, KIND_XSWITCH, KIND_XSTR
 } opt_kind_t;
 
 struct opt_desc {
@@ -49,7 +49,8 @@ static const struct opt_desc opt_table[] = { SETTINGS_OPTIONS(OPT_DESC) };
 static bool
 opt_is_ext(const struct opt_desc *d)
 {
-    return d->kind == KIND_XNUM || d->kind == KIND_XBOOL || d->kind == KIND_XSWITCH;
+    return d->kind == KIND_XNUM || d->kind == KIND_XBOOL || d->kind == KIND_XSWITCH ||
+           d->kind == KIND_XSTR;
 }
 
 void
@@ -84,7 +85,7 @@ settings_row_stat(size_t i, const char **stat, char *buf, size_t cap)
     case KIND_FLAG: case KIND_XBOOL: case KIND_XSWITCH:
         snprintf(buf, cap, "%s", *(bool *)d->field ? "yes" : "no");
         break;
-    case KIND_STR:
+    case KIND_STR: case KIND_XSTR:
         snprintf(buf, cap, "%s", *(const char **)d->field != NULL ?
                  *(const char **)d->field : "NULL");
         break;
@@ -118,7 +119,7 @@ opt_default_text(const struct opt_desc *d, char *buf, size_t cap)
     case KIND_XSWITCH:
         snprintf(buf, cap, "%s", *(bool *)d->field ? "on" : "off");
         break;
-    case KIND_STR:
+    case KIND_STR: case KIND_XSTR:
         if (*(const char **)d->field != NULL) {
             snprintf(buf, cap, "%s", *(const char **)d->field);
         }
@@ -214,6 +215,7 @@ apply_option(const struct opt_desc *d, const char *arg)
     case KIND_XNUM:
     case KIND_XBOOL:
     case KIND_XSWITCH:
+    case KIND_XSTR:
         return -1;              /* -o rows: apply_ext_row() */
     case KIND_INT:
     case KIND_OCT:
@@ -316,6 +318,7 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("no_drop_privileges", "not supported"),
     REFUSED("resp_obj_mem_limit", "no response objects"),
     REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
+    REFUSED("ssl_kernel_tls", "kernel TLS offload is not supported"),
 };
 
 /* hash_algorithm takes a name, and only the one slabcache uses. */
@@ -380,6 +383,17 @@ apply_ext_row(const struct opt_desc *d, bool on, bool has_value, const char *val
         *(bool *)d->field = on;
         return 0;
     }
+    if (d->kind == KIND_XSTR) {
+        if (!has_value || *value == '\0') {
+            return usage_error(d->name, "", "needs a value");
+        }
+        char *copy = strdup(value);     /* kept for the process's life */
+        if (copy == NULL) {
+            return usage_error(d->name, value, "out of memory");
+        }
+        *(const char **)d->field = copy;
+        return 0;
+    }
     if (!has_value && d->field == &settings.automove) {
         settings.automove = 1;  /* memcached: bare slab_automove means 1 */
         return 0;
@@ -407,9 +421,8 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
     if (strcmp(opt, "hash_algorithm") == 0) {
         return apply_hash_algorithm(value);
     }
-    if (strncmp(opt, "ssl_", 4) == 0 || strncmp(opt, "ext_", 4) == 0 ||
-        strncmp(opt, "proxy_", 6) == 0) {
-        return usage_error("-o", opt, "TLS, extstore and the proxy are not supported yet");
+    if (strncmp(opt, "ext_", 4) == 0 || strncmp(opt, "proxy_", 6) == 0) {
+        return usage_error("-o", opt, "extstore and the proxy are not supported yet");
     }
     const struct opt_desc *d = ext_find(name, nlen, &on);
     if (d != NULL) {
@@ -444,7 +457,7 @@ apply_extended(const char *list)
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         size_t nlen = eq ? (size_t)(eq - p) : len;
-        char value[64] = "";
+        char value[1024] = "";
 
         if (eq != NULL) {
             size_t vlen = len - nlen - 1;
@@ -497,6 +510,12 @@ check_protocol(void)
     }
     settings.binary_auto = strcmp(settings.protocol, "auto") == 0;
     settings.binary_only = strcmp(settings.protocol, "binary") == 0;
+#ifndef HAVE_TLS
+    if (settings.ssl_enabled) {
+        fprintf(stderr, "slabcache: -Z: this build has no TLS (configure found no OpenSSL)\n");
+        return -1;
+    }
+#endif
     if (settings.auth_file != NULL) {
         /* memcached's -Y is an ASCII exchange: no binary connections. */
         if (settings.binary_only) {
@@ -552,7 +571,7 @@ usage_line(const struct opt_desc *d)
 
     switch (d->kind) {
     case KIND_FLAG: case KIND_COUNT: case KIND_XSWITCH: break;
-    case KIND_STR: arg = "=<str>"; break;
+    case KIND_STR: case KIND_XSTR: arg = "=<str>"; break;
     case KIND_XBOOL: arg = "=<0|1>"; break;
     default: arg = "=<num>"; break;
     }

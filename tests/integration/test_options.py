@@ -110,7 +110,9 @@ def man_page_matches_the_option_table():
 
 # How `stats settings` renders a value the server was started with, where
 # it differs from the option's own spelling.
-SCALE = {"memory-limit": 1024 * 1024, "watcher_logbuf_size": 1024}
+SCALE = {"memory-limit": 1024 * 1024, "watcher_logbuf_size": 1024, "ssl_wbuf_size": 1024}
+# Values `stats settings` spells as memcached does.
+TEXT = {"ssl_min_version": {"3": "tlsv1.3"}, "ssl_verify_mode": {"1": "1"}}
 # Flags: stats value without the flag, and with it.
 FLAG_STATS = {"yes": "no", "no": "yes", "on": "off", "off": "on"}
 
@@ -120,7 +122,8 @@ def start_args(opts):
     start with), every flag and -o switch flipped."""
     args, ext, want = [], [], {}
     for o in opts:
-        if o["stat"] is None or o["name"] in ("port", "udp-port", "daemon", "admin-port"):
+        if o["stat"] is None or o["name"] in ("port", "udp-port", "daemon", "admin-port",
+                                               "enable-ssl"):    # -Z needs certificates
             continue
         rng = o["default"] and re.fullmatch(r"\d+", o["default"] or "")
         if o["arg"] == "=<num>" and rng and o["name"] not in ("max-item-size",):
@@ -129,7 +132,7 @@ def start_args(opts):
                 ext.append("%s=%d" % (o["name"], v))
             else:
                 args += ["--%s=%d" % (o["name"], v)]
-            want[o["stat"]] = str(v * SCALE.get(o["name"], 1))
+            want[o["stat"]] = TEXT.get(o["name"], {}).get(str(v), str(v * SCALE.get(o["name"], 1)))
         elif o["arg"] == "=<0|1>":
             v = 1 - int(o["default"])
             ext.append("%s=%d" % (o["name"], v))

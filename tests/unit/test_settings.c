@@ -288,7 +288,7 @@ START_TEST(test_invalid_values)
         { "-m", "1" },                              /* default -I 1m > 512k */
         { "-m", "8", "-I", "8m" }, { "-m", "2", "-I", "1025k" },
         { "-I", "1024", "-n", "512" },              /* -n >= half of -I */
-        { "-Z" }, { "--bogus" }, { "--port" }, { "-p" }, { "extra" },
+        { "-q" }, { "--bogus" }, { "--port" }, { "-p" }, { "extra" },
         { "-p", "1", "stray" }, { "-o", "bogus" },
     };
 
