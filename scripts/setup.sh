@@ -5,8 +5,8 @@
 #                            python3 (integration and comparison tests)
 set -euo pipefail
 
-BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check libssl-dev"
-TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client openssl"
+BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check libssl-dev libsasl2-dev"
+TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client openssl sasl2-bin libsasl2-modules"
 
 want="$BUILD_PKGS"
 if [ "${1:-build}" = "test" ]; then

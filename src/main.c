@@ -20,6 +20,7 @@
 #include "admin.h"
 #include "admin_http.h"
 #include "auth.h"
+#include "bin_sasl.h"
 #include "assoc.h"
 #include "clock.h"
 #include "config.h"
@@ -286,6 +287,7 @@ run(void)
         return priv;
     }
     if (worker_setup((int)settings.threads) != 0) {
+        admin_http_teardown();
         return EXIT_FAILURE;
     }
     dispatch_set_shutdown(on_shutdown);
@@ -354,9 +356,17 @@ main(int argc, char **argv)
     if (auth_rc != 0) {
         return auth_rc;
     }
+#ifdef HAVE_SASL
+    if (settings.sasl && bin_sasl_setup() != 0) {
+        return EXIT_FAILURE;
+    }
+#endif
 #ifdef HAVE_TLS
     if (tls_setup() != 0) {
         return EXIT_FAILURE;
+    }
+    if (tls_enabled()) {
+        dispatch_set_refresh_certs(tls_refresh);
     }
 #endif
     int fd_rc = fit_fd_limit();
@@ -396,6 +406,11 @@ main(int argc, char **argv)
     evict_teardown();
     storage_teardown();
     auth_teardown();
+#ifdef HAVE_SASL
+    if (settings.sasl) {
+        bin_sasl_teardown();
+    }
+#endif
 #ifdef HAVE_TLS
     tls_teardown();
 #endif

@@ -75,7 +75,14 @@ struct dispatch_ctx {
         bool             on;
         uint8_t          opcode;
         uint32_t         opaque;
+        bool             sasl;      /* ... or a SASL_AUTH/STEP's data */
     } bin;
+    struct {                        /* -S: binary SASL (bin_sasl.h) */
+        void            *state;
+        bool             ok;        /* authenticated */
+        char             mech[64];
+        char            *data;      /* the client's data while it arrives */
+    } sasl;
     struct {                        /* an ms waiting for its data block */
         char             echo[PROTO_META_OPAQUE_MAX + 8]; /* its O, k, c flags */
         const char      *echo_end;
@@ -100,6 +107,9 @@ struct dispatch_ctx {
 typedef void (*dispatch_shutdown_fn)(void);
 
 void dispatch_set_shutdown(dispatch_shutdown_fn fn);
+/* refresh_certs: core's TLS reload (0, or -1 with a reason in err). */
+typedef int (*dispatch_refresh_certs_fn)(char *err, size_t cap);
+void dispatch_set_refresh_certs(dispatch_refresh_certs_fn fn);
 /* Output helpers for command handlers (dispatch.c, admin.c). */
 void dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp);
 void dispatch_reply_line(struct dispatch_ctx *d, const char *text); /* + "\r\n" */

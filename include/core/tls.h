@@ -20,8 +20,9 @@ struct tls_conn;
 int      tls_setup(void);
 void     tls_teardown(void);
 bool     tls_enabled(void);
-/* refresh_certs: load the certificate and key again (new connections). */
-int      tls_refresh(void);
+/* refresh_certs: load the certificate and key again (new connections);
+ * on failure the old ones stay and err says why. */
+int      tls_refresh(char *err, size_t cap);
 
 struct tls_conn *tls_conn_new(int fd);
 void     tls_conn_free(struct tls_conn *t);

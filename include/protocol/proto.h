@@ -41,6 +41,10 @@ typedef enum proto_cmd {
     PROTO_CMD_VERBOSITY,
     PROTO_CMD_QUIT,
     PROTO_CMD_SHUTDOWN,
+    PROTO_CMD_REFRESH_CERTS,
+    PROTO_CMD_SASL_LIST,        /* binary only: SASL_LIST_MECHS */
+    PROTO_CMD_SASL_AUTH,        /* binary only: mechanism in key, data in value */
+    PROTO_CMD_SASL_STEP,
     PROTO_CMD_CACHE_MEMLIMIT,
     PROTO_CMD_STATS,
     PROTO_CMD_CONFIG,         /* slabcache's "config <name> <value...>" */
@@ -115,6 +119,7 @@ typedef enum proto_bin_status {
     PROTO_BIN_NOT_STORED = 0x05,
     PROTO_BIN_DELTA_BADVAL = 0x06,
     PROTO_BIN_AUTH_ERROR = 0x20,
+    PROTO_BIN_AUTH_CONTINUE = 0x21,
     PROTO_BIN_UNKNOWN_COMMAND = 0x81,
     PROTO_BIN_ENOMEM = 0x82,
 } proto_bin_status_t;

@@ -63,6 +63,7 @@
     X(verbose,         COUNT,   'v', "verbose",             0,           0,    2,           "verbosity",         "log startup and shutdown lines (-v); -vv: every command and answer, as memcached") \
     X(extended,        STR,     'o', "extended",            NULL,        0,    0,           NULL,                "comma separated extended options (the -o rows below)") \
     X(ssl_enabled,     FLAG,    'Z', "enable-ssl",          false,       0,    0,           "ssl_enabled",       "TLS on the client listeners (-o ssl_*; an -l entry notls:ADDR:PORT stays plain)") \
+    X(sasl,            FLAG,    'S', "enable-sasl",         false,       0,    0,           "auth_enabled_sasl", "SASL authentication over the binary protocol (Cyrus SASL, service memcached; SASL_CONF_PATH)") \
     X(auth_file,       STR,     'Y', "auth-file",           NULL,        0,    0,           "auth_enabled_ascii", "memcached's ASCII authentication: user:password lines; clients send \"set <any> 0 0 <n>\" with \"user pass\" as data") \
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
     X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \

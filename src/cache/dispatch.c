@@ -6,10 +6,12 @@
 #include "dispatch.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 
 #include "admin.h"
+#include "bin_sasl.h"
 #include "cache.h"
 #include "clock.h"
 #include "config.h"
@@ -26,6 +28,13 @@
 #define MEMLIMIT_MAX_MB 1000000000  /* larger: bytes given for megabytes */
 
 static dispatch_shutdown_fn shutdown_hook;
+static dispatch_refresh_certs_fn refresh_certs_hook;
+
+void
+dispatch_set_refresh_certs(dispatch_refresh_certs_fn fn)
+{
+    refresh_certs_hook = fn;
+}
 
 void
 dispatch_set_shutdown(dispatch_shutdown_fn fn)
@@ -443,6 +452,11 @@ dispatch_abort(struct dispatch_ctx *d)
         item_release(d->it);
         d->it = NULL;
     }
+    free(d->sasl.data);
+    d->sasl.data = NULL;
+#ifdef HAVE_SASL
+    bin_sasl_free(&d->sasl.state);
+#endif
 }
 
 void
@@ -580,6 +594,27 @@ do_quit(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 /*
+ * refresh_certs: load the TLS certificate and key again for new
+ * connections (memcached's answers: OK, or the reason raw; "Error TLS not
+ * enabled" without -Z). A trailing noreply drops the OK only.
+ */
+static dispatch_result_t
+do_refresh_certs(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    char err[256];
+    bool noreply = req->nsub >= 7 && memcmp(req->sub + req->nsub - 7, "noreply", 7) == 0;
+
+    if (refresh_certs_hook == NULL) {
+        outq_add(d->out, "Error TLS not enabled\r\n", 23);
+    } else if (refresh_certs_hook(err, sizeof(err)) != 0) {
+        dispatch_reply_line(d, err);
+    } else {
+        dispatch_reply_nr(d, noreply, PROTO_RSP_OK);
+    }
+    return DISPATCH_DONE;
+}
+
+/*
  * "shutdown" or "shutdown graceful" (-A). memcached's graceful mode also
  * saves its memory to a restart file; slabcache keeps none, so both stop
  * the server the same way: connections closed, exit 0.
@@ -694,6 +729,10 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_VERBOSITY:      return do_verbosity;
     case PROTO_CMD_QUIT:           return do_quit;
     case PROTO_CMD_SHUTDOWN:       return do_shutdown;
+    case PROTO_CMD_REFRESH_CERTS:  return do_refresh_certs;
+    case PROTO_CMD_SASL_LIST:          /* binary only (dispatch_bin) */
+    case PROTO_CMD_SASL_AUTH:
+    case PROTO_CMD_SASL_STEP:      return NULL;
     case PROTO_CMD_CACHE_MEMLIMIT: return do_memlimit;
     case PROTO_CMD_STATS:          return do_stats;
     case PROTO_CMD_CONFIG:         return do_config;

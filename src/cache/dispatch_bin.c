@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bin_sasl.h"
 #include "cache.h"
 #include "clock.h"
 #include "config.h"
@@ -40,6 +41,8 @@ bin_answer(struct dispatch_ctx *d, const struct proto_req *req, uint16_t status,
         outq_add(d->out, value, vlen);
     }
 }
+
+static void bin_sasl_finish(struct dispatch_ctx *d, const char *data, size_t len);
 
 static void
 bin_error_text(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque,
@@ -184,6 +187,14 @@ dispatch_bin_data_done(struct dispatch_ctx *d)
     struct item *it = d->it;
     item_store_op_t op;
 
+    if (d->bin.sasl) {
+        d->bin.sasl = false;
+        d->bin.on = false;
+        bin_sasl_finish(d, d->sasl.data, d->ndata);
+        free(d->sasl.data);
+        d->sasl.data = NULL;
+        return;
+    }
     d->it = NULL;
     d->bin.on = false;
     switch (d->cmd) {
@@ -437,10 +448,138 @@ bin_stat(struct dispatch_ctx *d, const struct proto_req *req)
 
 /* --- the rest -------------------------------------------------------------------- */
 
+/* --- SASL (-S) ----------------------------------------------------------------- */
+
+#define BIN_SASL_DATA_MAX 1024          /* client data per step (PLAIN needs ~ 300) */
+
+/* A response with a body and nothing else (SASL's). */
+static void
+bin_reply_body(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t status,
+               const char *body, size_t len)
+{
+    char buf[BIN_LINE_MAX];
+    size_t n = proto_bin_compose(buf, sizeof(buf), opcode, status, opaque, 0, NULL, 0,
+                                 NULL, 0, (uint32_t)len);
+
+    outq_add(d->out, buf, n);
+    if (len > 0) {
+        outq_add(d->out, body, len);
+    }
+}
+
+/* memcached without -S: SASL opcodes are unknown commands, bodies dropped. */
+static dispatch_result_t
+bin_sasl_unknown(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_UNKNOWN_COMMAND);
+    if (req->vlen > 0) {
+        d->swallow = req->vlen;
+        return DISPATCH_SWALLOW;
+    }
+    return DISPATCH_DONE;
+}
+
+static void
+bin_sasl_finish(struct dispatch_ctx *d, const char *data, size_t len)
+{
+    const char *out;
+    size_t outlen;
+    bin_sasl_result_t r = BIN_SASL_FAIL;
+
+#ifdef HAVE_SASL
+    r = bin_sasl_auth(&d->sasl.state, d->cmd == PROTO_CMD_SASL_STEP, d->sasl.mech, data, len,
+                      &out, &outlen);
+#else
+    (void)data;
+    (void)len;
+    out = NULL;
+    outlen = 0;
+#endif
+    switch (r) {
+    case BIN_SASL_OK:
+        d->sasl.ok = true;
+        STATS_INCR(d->stats, auth_cmds);
+        bin_reply_body(d, d->bin.opcode, d->bin.opaque, PROTO_BIN_OK, "Authenticated", 13);
+        break;
+    case BIN_SASL_CONTINUE:
+        bin_reply_body(d, d->bin.opcode, d->bin.opaque, PROTO_BIN_AUTH_CONTINUE, out, outlen);
+        break;
+    case BIN_SASL_FAIL:
+        STATS_INCR(d->stats, auth_cmds);
+        STATS_INCR(d->stats, auth_errors);
+        bin_error(d, d->bin.opcode, d->bin.opaque, PROTO_BIN_AUTH_ERROR);
+        break;
+    }
+}
+
+static dispatch_result_t
+bin_sasl(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (!settings.sasl) {
+        return bin_sasl_unknown(d, req);
+    }
+    if (req->cmd == PROTO_CMD_SASL_LIST) {
+        const char *list = NULL;
+        size_t len = 0;
+#ifdef HAVE_SASL
+        if (bin_sasl_mechs(&d->sasl.state, &list, &len)) {
+            bin_reply_body(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_OK, list, len);
+            return DISPATCH_DONE;
+        }
+#endif
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_AUTH_ERROR);
+        return DISPATCH_DONE;
+    }
+    if (req->nkey >= sizeof(d->sasl.mech) || req->vlen > BIN_SASL_DATA_MAX) {
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_EINVAL);
+        d->swallow = req->vlen;
+        return req->vlen > 0 ? DISPATCH_SWALLOW : DISPATCH_DONE;
+    }
+    memcpy(d->sasl.mech, req->key, req->nkey);
+    d->sasl.mech[req->nkey] = '\0';
+    d->cmd = req->cmd;
+    d->bin.opcode = req->bin.opcode;
+    d->bin.opaque = req->bin.opaque;
+    if (req->vlen == 0) {
+        bin_sasl_finish(d, NULL, 0);
+        return DISPATCH_DONE;
+    }
+    d->sasl.data = malloc(req->vlen);
+    if (d->sasl.data == NULL) {
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_ENOMEM);
+        d->swallow = req->vlen;
+        return DISPATCH_SWALLOW;
+    }
+    d->data = d->sasl.data;
+    d->ndata = req->vlen;
+    d->bin.on = true;
+    d->bin.sasl = true;
+    return DISPATCH_NEED_DATA;
+}
+
+/* Before authenticating (-S), only SASL and VERSION: memcached answers
+ * anything else "Auth failure." and closes. */
+static bool
+bin_sasl_allows(const struct dispatch_ctx *d, const struct proto_req *req)
+{
+    return !settings.sasl || d->sasl.ok || req->cmd == PROTO_CMD_SASL_LIST ||
+           req->cmd == PROTO_CMD_SASL_AUTH || req->cmd == PROTO_CMD_SASL_STEP ||
+           req->cmd == PROTO_CMD_VERSION;
+}
+
 dispatch_result_t
 dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req)
 {
+    if (!bin_sasl_allows(d, req)) {
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_AUTH_ERROR);
+        d->close_reason = LOGGER_CLOSE_ERROR;
+        return DISPATCH_CLOSE;
+    }
     switch (req->cmd) {
+    case PROTO_CMD_SASL_LIST:
+    case PROTO_CMD_SASL_AUTH:
+    case PROTO_CMD_SASL_STEP:
+        return bin_sasl(d, req);
     case PROTO_CMD_GET:
     case PROTO_CMD_GAT:
     case PROTO_CMD_TOUCH:

@@ -48,7 +48,9 @@ reply(struct evhttp_request *req, int code, const char *reason,
 
     evhttp_add_header(h, "Content-Type", type);
     evhttp_add_header(h, "Cache-Control", "no-store");
-    evhttp_send_reply(req, code, reason, body);
+    /* HEAD: the headers alone (evhttp would send a body after them) */
+    evhttp_send_reply(req, code, reason,
+                      evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : body);
 }
 
 static void

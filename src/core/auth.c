@@ -66,6 +66,10 @@ auth_load(const char *path)
     char *next = t->lines;
     while (rc == AUTH_OK && fgets(line, sizeof(line), f) != NULL) {
         size_t n = strcspn(line, "\r\n");
+        if (n > AUTH_LINE_MAX) {
+            rc = AUTH_MALFORMED;        /* longer than memcached reads: refused, not split */
+            break;
+        }
         line[n] = '\0';
         if (n == 0) {
             continue;               /* a blank line (a final newline) */

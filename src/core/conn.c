@@ -836,8 +836,9 @@ conn_flush(struct conn *c)
             }
             return true;
         }
-        /* The common case (all written at once) costs no event call. */
-        if (c->write_pending) {
+        /* The common case (all written at once) costs no event call. A TLS
+         * handshake waiting to write keeps its write event. */
+        if (c->write_pending && !c->tls_read_wants_write) {
             event_del(c->ev_write);
             c->write_pending = false;
         }
@@ -851,6 +852,12 @@ conn_flush(struct conn *c)
         /* Drained: resume input, and handle what is already buffered. */
         c->read_paused = false;
         event_add(c->ev_read, NULL);
+#ifdef HAVE_TLS
+        /* ... including what OpenSSL decrypted: no socket event says so */
+        if (c->tls != NULL && tls_pending(c->tls)) {
+            event_active(c->ev_read, EV_READ, 0);
+        }
+#endif
         conn_process(c);
     }
 }

@@ -12,6 +12,7 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +100,7 @@ tls_ctx_build(void)
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(settings.ssl_ca_cert);
         if (names == NULL ||
             SSL_CTX_load_verify_locations(ctx, settings.ssl_ca_cert, NULL) != 1) {
+            sk_X509_NAME_pop_free(names, X509_NAME_free);
             tls_log_errors("ssl_ca_cert");
             log_error("cannot load the CA certificates %s", settings.ssl_ca_cert);
             goto fail;
@@ -144,11 +146,13 @@ tls_setup(void)
 }
 
 int
-tls_refresh(void)
+tls_refresh(char *err, size_t cap)
 {
     SSL_CTX *ctx = tls_ctx_build();
 
     if (ctx == NULL) {
+        snprintf(err, cap, "Error loading the certificate chain or key: %s, %s",
+                 settings.ssl_chain_cert, settings.ssl_key);
         return -1;
     }
     pthread_mutex_lock(&ctx_lock);
@@ -227,9 +231,13 @@ tls_fail(struct tls_conn *t, int r, bool *want_write, bool *want_read)
         return -1;
     }
     if (e == SSL_ERROR_ZERO_RETURN) {
+        errno = EPIPE;
         return 0;                       /* close_notify: a clean close */
     }
-    if (!t->handshake_done) {
+    /* A peer that connects and closes before sending anything (a health
+     * check) is no failed handshake; memcached does not count it either. */
+    bool bare_eof = BIO_number_read(SSL_get_rbio(t->ssl)) == 0;
+    if (!t->handshake_done && !bare_eof) {
         /* a plaintext client, a bad or missing certificate, no shared
          * cipher or version: counted, and the connection is dropped */
         stats_tls_handshake_error();

@@ -25,7 +25,7 @@ enum bin_opcode {
     OP_DELETEQ = 0x14, OP_INCREMENTQ = 0x15, OP_DECREMENTQ = 0x16,
     OP_QUITQ = 0x17, OP_FLUSHQ = 0x18, OP_APPENDQ = 0x19, OP_PREPENDQ = 0x1a,
     OP_TOUCH = 0x1c, OP_GAT = 0x1d, OP_GATQ = 0x1e, OP_GATK = 0x23,
-    OP_GATKQ = 0x24,
+    OP_GATKQ = 0x24, OP_SASL_LIST = 0x20, OP_SASL_AUTH = 0x21, OP_SASL_STEP = 0x22,
 };
 
 static uint16_t
@@ -173,6 +173,15 @@ bin_map(uint8_t op, uint8_t extlen, uint16_t keylen, uint32_t bodylen,
         }
         req->exptime = get32(ext);
         return true;
+    case OP_SASL_LIST:
+    case OP_SASL_AUTH:
+    case OP_SASL_STEP:
+        /* the mechanism is the key, the client's data the value; what a
+         * server without -S answers is the dispatcher's (it knows -S) */
+        req->cmd = op == OP_SASL_LIST ? PROTO_CMD_SASL_LIST :
+                   op == OP_SASL_AUTH ? PROTO_CMD_SASL_AUTH : PROTO_CMD_SASL_STEP;
+        req->vlen = bodylen - keylen - extlen;
+        return true;
     default:
         return false;
     }
@@ -186,6 +195,7 @@ bin_known(uint8_t op)
     case OP_ADD: case OP_REPLACE: case OP_GET: case OP_GETK: case OP_DELETE:
     case OP_INCREMENT: case OP_DECREMENT: case OP_APPEND: case OP_PREPEND:
     case OP_STAT: case OP_TOUCH: case OP_GAT: case OP_GATK:
+    case OP_SASL_LIST: case OP_SASL_AUTH: case OP_SASL_STEP:
         return true;
     default:
         return false;

@@ -384,6 +384,7 @@ static const struct {
     {"verbosity", PROTO_CMD_VERBOSITY, parse_verbosity},
     {"quit", PROTO_CMD_QUIT, parse_bare},
     {"shutdown", PROTO_CMD_SHUTDOWN, parse_rest},
+    {"refresh_certs", PROTO_CMD_REFRESH_CERTS, parse_rest},
     {"cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT, parse_memlimit},
     {"stats", PROTO_CMD_STATS, parse_rest},
     {"config", PROTO_CMD_CONFIG, parse_rest},

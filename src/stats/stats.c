@@ -467,8 +467,9 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "tcp_backlog", (uint64_t)settings.backlog);
     emit_str(emit, ctx, "binding_protocol",
              settings.auth_file != NULL ? "ascii" :      /* -Y forces it, as memcached */
+             settings.sasl ? "binary" :                 /* -S too */
              strcmp(settings.protocol, "auto") == 0 ? "auto-negotiate" : settings.protocol);
-    emit_str(emit, ctx, "auth_enabled_sasl", "no");
+    emit_str(emit, ctx, "auth_enabled_sasl", settings.sasl ? "yes" : "no");
     emit_str(emit, ctx, "auth_enabled_ascii",
              settings.auth_file != NULL ? settings.auth_file : "no");
     emit_u64(emit, ctx, "item_size_max", (uint64_t)settings.item_size_max);

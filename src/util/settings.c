@@ -510,6 +510,25 @@ check_protocol(void)
     }
     settings.binary_auto = strcmp(settings.protocol, "auto") == 0;
     settings.binary_only = strcmp(settings.protocol, "binary") == 0;
+#ifndef HAVE_SASL
+    if (settings.sasl) {
+        fprintf(stderr, "slabcache: -S: this build has no SASL (configure found no libsasl2)\n");
+        return -1;
+    }
+#endif
+    if (settings.sasl) {
+        /* memcached's SASL is a binary-protocol exchange */
+        if (strcmp(settings.protocol, "ascii") == 0) {
+            fprintf(stderr, "ERROR: You cannot allow the ASCII protocol while using SASL.\n");
+            return -1;
+        }
+        settings.binary_auto = false;
+        settings.binary_only = true;
+        if (settings.udp_port != 0) {
+            fprintf(stderr, "ERROR: Cannot enable UDP while using binary SASL authentication.\n");
+            return -1;
+        }
+    }
 #ifndef HAVE_TLS
     if (settings.ssl_enabled) {
         fprintf(stderr, "slabcache: -Z: this build has no TLS (configure found no OpenSSL)\n");

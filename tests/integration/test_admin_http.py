@@ -185,6 +185,14 @@ def health_404_405_and_limits():
         status = get(port, "/stats", headers={"X-Big": "a" * 20000})[0]
         check(status in (400, 413, 431), "oversized headers refused: %d" % status)
         eq(get(port, "/health")[0], 200, "still serving")
+        c = http.client.HTTPConnection(HOST, port, timeout=10)     # keep-alive
+        c.request("HEAD", "/health")
+        r = c.getresponse()
+        eq((r.status, r.read()), (200, b""), "HEAD: headers only")
+        c.request("GET", "/health")
+        r = c.getresponse()
+        eq((r.status, r.read()), (200, b"ok\n"), "the next request on the connection")
+        c.close()
 
 
 @test

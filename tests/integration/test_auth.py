@@ -159,6 +159,9 @@ def startup_errors():
         code, err = start_fails("-Y", auth_file(tmp, "alice\n"))
         eq(code, 1, "malformed file")
         check("malformed entry" in err, err)
+        code, err = start_fails("-Y", auth_file(tmp, "alice:" + "p" * 300 + "\n"))
+        eq(code, 1, "a line longer than 256 bytes is refused, not split")
+        check("malformed entry" in err, err)
 
 
 @test

@@ -123,7 +123,8 @@ def start_args(opts):
     args, ext, want = [], [], {}
     for o in opts:
         if o["stat"] is None or o["name"] in ("port", "udp-port", "daemon", "admin-port",
-                                               "enable-ssl"):    # -Z needs certificates
+                                               "enable-ssl",     # -Z needs certificates
+                                               "enable-sasl"):   # -S: binary clients only
             continue
         rng = o["default"] and re.fullmatch(r"\d+", o["default"] or "")
         if o["arg"] == "=<num>" and rng and o["name"] not in ("max-item-size",):
