@@ -8,6 +8,7 @@ skipped (see slabcache_only()).
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +18,18 @@ import time
 import traceback
 
 HOST = "127.0.0.1"
+# Where scripts/setup-clients.sh puts client libraries and tools.
+CLIENT_CACHE = os.environ.get("SLABCACHE_CLIENT_CACHE", "/var/cache/slabcache")
+
+
+def exporter_path():
+    """prometheus/memcached_exporter, built by setup-clients.sh; or None."""
+    for p in (os.environ.get("MEMCACHED_EXPORTER"),
+              os.path.join(CLIENT_CACHE, "go", "bin", "memcached_exporter"),
+              os.path.expanduser("~/go/bin/memcached_exporter")):
+        if p and os.path.isfile(p) and os.access(p, os.X_OK):
+            return p
+    return shutil.which("memcached_exporter")
 RECV_TIMEOUT = 5.0
 
 

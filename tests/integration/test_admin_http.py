@@ -7,24 +7,19 @@ with traffic; the client port never waits for the admin port."""
 
 import http.client
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 
-from sclib import (HOST, Server, check, eq, free_port, run_all, slabcache_only, test,
-                   wait_until)
+from sclib import (HOST, Server, check, eq, exporter_path, free_port, run_all,
+                   slabcache_only, test, wait_until)
 
 try:
     from prometheus_client.parser import text_string_to_metric_families
 except ImportError:             # Debian's package, under a python3 of another prefix
     sys.path.append("/usr/lib/python3/dist-packages")
     from prometheus_client.parser import text_string_to_metric_families
-
-CACHE = os.environ.get("SLABCACHE_CLIENT_CACHE", "/var/cache/slabcache")
 
 
 def admin_server(*extra):
@@ -117,15 +112,6 @@ def counters_move_with_traffic():
     per_slab = [k for k in m1 if k[0] == "memcached_slab_current_items"]
     eq(sum(m1[k] for k in per_slab), 20, "memcached_slab_current_items sum")
     eq(m1[("slabcache_eviction_policy", (("policy", "lrc,lru"),))], 1, "slabcache's own")
-
-
-def exporter_path():
-    for p in (os.environ.get("MEMCACHED_EXPORTER"),
-              os.path.join(CACHE, "go", "bin", "memcached_exporter"),
-              os.path.expanduser("~/go/bin/memcached_exporter")):
-        if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    return shutil.which("memcached_exporter")
 
 
 @test

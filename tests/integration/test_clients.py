@@ -45,7 +45,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sclib import (Server, SkipCheck, test, run_all, check, eq,  # noqa
-                   require_binary, server_binary, free_port, wait_until,
+                   require_binary, server_binary, free_port, wait_until, exporter_path,
                    Client, HOST)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -740,15 +740,6 @@ def libmemcached_memcdump_memcstat():
                          "memcdump: listed %d keys, %d missing, %d extra"
                          % (len(listed), len(missing), len(extra)))
     probs.done()
-
-
-def exporter_path():
-    for p in (os.environ.get("MEMCACHED_EXPORTER"),
-              os.path.join(CACHE, "go", "bin", "memcached_exporter"),
-              os.path.expanduser("~/go/bin/memcached_exporter")):
-        if p and os.path.isfile(p) and os.access(p, os.X_OK):
-            return p
-    return shutil.which("memcached_exporter")
 
 
 def scrape(port):
