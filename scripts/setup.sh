@@ -6,7 +6,7 @@
 set -euo pipefail
 
 BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check libssl-dev libsasl2-dev"
-TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client openssl sasl2-bin libsasl2-modules"
+TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client openssl sasl2-bin libsasl2-modules libio-socket-ssl-perl"
 
 want="$BUILD_PKGS"
 if [ "${1:-build}" = "test" ]; then

@@ -100,6 +100,7 @@ struct settings {
     size_t   maxbytes;          /* memory_mb in bytes */
     bool     binary_auto;       /* -B auto: a first byte 0x80 means binary */
     bool     binary_only;       /* -B binary */
+    bool     protocol_given;    /* -B was given (memcached refuses -S -B auto) */
 };
 
 extern struct settings settings;

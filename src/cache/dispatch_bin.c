@@ -451,6 +451,7 @@ bin_stat(struct dispatch_ctx *d, const struct proto_req *req)
 /* --- SASL (-S) ----------------------------------------------------------------- */
 
 #define BIN_SASL_DATA_MAX 1024          /* client data per step (PLAIN needs ~ 300) */
+#define BIN_SASL_MECH_MAX 32            /* memcached's MAX_SASL_MECH_LEN */
 
 /* A response with a body and nothing else (SASL's). */
 static void
@@ -530,7 +531,7 @@ bin_sasl(struct dispatch_ctx *d, const struct proto_req *req)
         bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_AUTH_ERROR);
         return DISPATCH_DONE;
     }
-    if (req->nkey >= sizeof(d->sasl.mech) || req->vlen > BIN_SASL_DATA_MAX) {
+    if (req->nkey > BIN_SASL_MECH_MAX || req->vlen > BIN_SASL_DATA_MAX) {
         bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_EINVAL);
         d->swallow = req->vlen;
         return req->vlen > 0 ? DISPATCH_SWALLOW : DISPATCH_DONE;

@@ -62,6 +62,7 @@ settings_defaults(void)
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
     settings.binary_auto = true;
     settings.binary_only = false;
+    settings.protocol_given = false;
 }
 
 bool
@@ -183,6 +184,8 @@ parse_size(const char *s, long *out)
     return true;
 }
 
+static int apply_extended(const char *list);
+
 static int
 apply_option(const struct opt_desc *d, const char *arg)
 {
@@ -211,7 +214,12 @@ apply_option(const struct opt_desc *d, const char *arg)
             return usage_error(name, arg, "must not be empty");
         }
         *(const char **)d->field = arg;
-        return 0;
+        if (d->field == &settings.protocol) {
+            settings.protocol_given = true;
+        }
+        /* -o may be given many times, as memcached takes it: each list
+         * is applied as it comes (later settings win). */
+        return d->field == &settings.extended ? apply_extended(arg) : 0;
     case KIND_XNUM:
     case KIND_XBOOL:
     case KIND_XSWITCH:
@@ -518,7 +526,7 @@ check_protocol(void)
 #endif
     if (settings.sasl) {
         /* memcached's SASL is a binary-protocol exchange */
-        if (strcmp(settings.protocol, "ascii") == 0) {
+        if (settings.protocol_given && strcmp(settings.protocol, "binary") != 0) {
             fprintf(stderr, "ERROR: You cannot allow the ASCII protocol while using SASL.\n");
             return -1;
         }
@@ -567,9 +575,6 @@ check_consistency(void)
     }
     if (settings.chunk_min >= settings.item_size_max / 2) {
         fprintf(stderr, "slabcache: invalid value for -n: must be smaller than half of -I\n");
-        return -1;
-    }
-    if (settings.extended != NULL && apply_extended(settings.extended) != 0) {
         return -1;
     }
     if (check_automove() != 0 || check_protocol() != 0) {

@@ -43,6 +43,14 @@ TIMEOUT=${MC_SUITE_TIMEOUT:-90}
 # ALLOWED: run by default (make check); all pass against slabcache.
 ALLOWED="
 00-startup.t
+ascii-auth.t
+binary-sasl.t
+ssl_cert_refresh.t
+ssl_ports.t
+ssl_proto_version.t
+ssl_session_resumption.t
+ssl_settings.t
+ssl_verify_modes.t
 binary-get.t
 bogus-commands.t
 cas.t
@@ -118,8 +126,6 @@ issue_163.t issue_22.t issue_42.t item_size_max.t
 lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
 slabs_reassign.t stats.t"
 # EXCLUDED, the issue's exceptions, with reasons:
-#   ascii-auth.t             ASCII authentication (-Y)
-#   binary-sasl.t            SASL
 #   binary-extstore.t        extstore
 #   chunked-extstore.t       extstore
 #   error-extstore.t         extstore
@@ -129,21 +135,13 @@ slabs_reassign.t stats.t"
 #   issue_67.t               UDP (checks that -U opens/closes UDP ports)
 #   stats-conns.t            UDP (expects the UDP listener's row)
 #   proxy.t                  proxy
-#   ssl_cert_refresh.t       TLS
-#   ssl_ports.t              TLS
-#   ssl_proto_version.t      TLS
-#   ssl_session_resumption.t TLS
-#   ssl_settings.t           TLS
-#   ssl_verify_modes.t       TLS
 #   udp.t                    UDP
 #   expirations.t            fails against Debian's memcached too (needs debugtime)
 #   line-lengths.t           not a server test: lints memcached's doc/protocol.txt
 #   whitespace.t             not a server test: lints memcached's git tree (skips without .git)
-EXCLUDED="ascii-auth.t binary-sasl.t
-binary-extstore.t chunked-extstore.t error-extstore.t extstore.t extstore-buckets.t
-extstore-jbod.t issue_67.t stats-conns.t proxy.t ssl_cert_refresh.t
-ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
-ssl_verify_modes.t udp.t expirations.t line-lengths.t whitespace.t"
+EXCLUDED="binary-extstore.t chunked-extstore.t error-extstore.t extstore.t extstore-buckets.t
+extstore-jbod.t issue_67.t stats-conns.t proxy.t udp.t expirations.t line-lengths.t
+whitespace.t"
 # Files that listen on 0.0.0.0 or port 11211: run only inside a private netns.
 NEEDS_NETNS="issue_67.t stats-conns.t"
 
@@ -159,6 +157,16 @@ SERVER=$(cd "$(dirname "$SERVER")" && pwd)/$(basename "$SERVER")
 work=$(mktemp -d /tmp/mc-suite.XXXXXX)
 token="mcsuite$$_$RANDOM$RANDOM"
 unset SSL_TEST T_MEMD_USE_DAEMON VALGRIND_TEST RUN_SASL_TESTS
+# The TLS and SASL files run only when asked (memcached's `make test` does
+# the same): here, when their client tools are installed (scripts/setup.sh
+# installs them); otherwise they skip, saying so.
+TLS_FILES="ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t
+ssl_settings.t ssl_verify_modes.t"
+tls_env=""
+perl -MIO::Socket::SSL -e1 2>/dev/null && tls_env="SSL_TEST=1"
+sasl_env=""
+{ command -v saslpasswd2 >/dev/null 2>&1 || [ -x /usr/sbin/saslpasswd2 ]; } &&
+    sasl_env="RUN_SASL_TESTS=1 PATH=$PATH:/usr/sbin"
 
 # Kill servers (and anything else) this run started: found by the token in
 # their environment. Never by name.
@@ -242,11 +250,14 @@ for f in $files; do
     fi
     log="$work/$f.log"
     start=$(date +%s)
+    extra_env=""
+    in_list "$f" "$TLS_FILES" && extra_env=$tls_env
+    [ "$f" = binary-sasl.t ] && extra_env=$sasl_env
     if [ $netns = 1 ]; then
-        (cd "$work" && MC_SUITE_TOKEN=$token timeout -k 5 "$TIMEOUT" unshare -n sh -c \
+        (cd "$work" && env $extra_env MC_SUITE_TOKEN=$token timeout -k 5 "$TIMEOUT" unshare -n sh -c \
             'ip link set lo up && exec perl "t/$1"' sh "$f") >"$log" 2>&1 </dev/null
     else
-        (cd "$work" && MC_SUITE_TOKEN=$token timeout -k 5 "$TIMEOUT" perl "t/$f") >"$log" 2>&1 </dev/null
+        (cd "$work" && env $extra_env MC_SUITE_TOKEN=$token timeout -k 5 "$TIMEOUT" perl "t/$f") >"$log" 2>&1 </dev/null
     fi
     rc=$?
     secs=$(( $(date +%s) - start ))

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "settings.h"
 
 static int saved_out = -1, saved_err = -1;
@@ -259,6 +260,17 @@ START_TEST(test_extended_options)
     ck_assert_uint_eq(settings.hashpower, 12);
     ck_assert_int_eq(PARSE("-o", "hashpower=32"), SETTINGS_OK);
     ck_assert_uint_eq(settings.hashpower, 32);
+    /* -o given twice: both lists apply, as memcached takes them */
+    ck_assert_int_eq(PARSE("-o", "hashpower=20", "-o", "bg_evict=1,ssl_key=k"), SETTINGS_OK);
+    ck_assert_uint_eq(settings.hashpower, 20);
+    ck_assert(settings.bg_evict);
+    ck_assert_str_eq(settings.ssl_key, "k");
+#ifdef HAVE_SASL
+    /* -S refuses an explicit -B other than binary, as memcached */
+    ck_assert_int_eq(PARSE("-S", "-B", "auto"), SETTINGS_USAGE);
+    ck_assert_int_eq(PARSE("-S", "-B", "binary"), SETTINGS_OK);
+    ck_assert(settings.binary_only);
+#endif
 
     ck_assert_int_eq(PARSE("-o", "hashpower=11"), SETTINGS_USAGE);
     ck_assert_int_eq(PARSE("-o", "hashpower=33"), SETTINGS_USAGE);
