@@ -53,12 +53,57 @@ opt_is_ext(const struct opt_desc *d)
            d->kind == KIND_XSTR;
 }
 
+/*
+ * -o string values (XSTR rows) are copied out of the -o argument; the
+ * copies are owned here and freed when the settings are reset, or when
+ * the same option is given again.
+ */
+#define XSTR_OWNED_MAX 64
+static char  *xstr_owned[XSTR_OWNED_MAX];
+static size_t xstr_nowned;
+
+static void
+xstr_free_all(void)
+{
+    for (size_t i = 0; i < xstr_nowned; i++) {
+        free(xstr_owned[i]);
+    }
+    xstr_nowned = 0;
+}
+
+/* Keep copy as the value of field; false if out of room. */
+static bool
+xstr_own(const char **field, char *copy)
+{
+    for (size_t i = 0; i < xstr_nowned; i++) {
+        if (xstr_owned[i] == *field) {          /* given again: replace */
+            free(xstr_owned[i]);
+            xstr_owned[i] = copy;
+            *field = copy;
+            return true;
+        }
+    }
+    if (xstr_nowned == XSTR_OWNED_MAX) {
+        return false;
+    }
+    xstr_owned[xstr_nowned++] = copy;
+    *field = copy;
+    return true;
+}
+
+static void
+defaults_fill(struct settings *s)
+{
+#define SET_DEFAULT(field, kind, sh, l, def, mn, mx, st, hlp) s->field = def;
+    SETTINGS_OPTIONS(SET_DEFAULT)
+#undef SET_DEFAULT
+}
+
 void
 settings_defaults(void)
 {
-#define SET_DEFAULT(field, kind, s, l, def, mn, mx, st, hlp) settings.field = def;
-    SETTINGS_OPTIONS(SET_DEFAULT)
-#undef SET_DEFAULT
+    xstr_free_all();
+    defaults_fill(&settings);
     settings.maxbytes = (size_t)settings.memory_mb * 1024 * 1024;
     settings.binary_auto = true;
     settings.binary_only = false;
@@ -98,9 +143,13 @@ settings_row_stat(size_t i, const char **stat, char *buf, size_t cap)
 static void
 opt_default_text(const struct opt_desc *d, char *buf, size_t cap)
 {
-    struct settings saved = settings;
+    struct settings defaults;
 
-    settings_defaults();
+    /* d->field points into `settings`: read the same field of a copy
+     * holding the defaults */
+    defaults_fill(&defaults);
+    d = &(struct opt_desc){ .kind = d->kind, .min = d->min, .max = d->max,
+                            .field = (char *)&defaults + ((char *)d->field - (char *)&settings) };
     buf[0] = '\0';
     switch (d->kind) {
     case KIND_INT: case KIND_SIZE: case KIND_XNUM:
@@ -128,7 +177,6 @@ opt_default_text(const struct opt_desc *d, char *buf, size_t cap)
     case KIND_FLAG: case KIND_COUNT:
         break;
     }
-    settings = saved;
 }
 
 static int
@@ -395,11 +443,11 @@ apply_ext_row(const struct opt_desc *d, bool on, bool has_value, const char *val
         if (!has_value || *value == '\0') {
             return usage_error(d->name, "", "needs a value");
         }
-        char *copy = strdup(value);     /* kept for the process's life */
-        if (copy == NULL) {
-            return usage_error(d->name, value, "out of memory");
+        char *copy = strdup(value);
+        if (copy == NULL || !xstr_own((const char **)d->field, copy)) {
+            free(copy);
+            return usage_error(d->name, value, "too many string options");
         }
-        *(const char **)d->field = copy;
         return 0;
     }
     if (!has_value && d->field == &settings.automove) {
