@@ -31,6 +31,7 @@
 #include "crawler.h"
 #include "dispatch.h"
 #include "evict.h"
+#include "flash.h"
 #include "item.h"
 #include "listener.h"
 #include "log.h"
@@ -228,6 +229,8 @@ write_pidfile(void)
     fclose(f);
 }
 
+static int flash_start(void);
+
 static int
 storage_setup(void)
 {
@@ -248,12 +251,44 @@ storage_setup(void)
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return -1;
     }
+    return flash_start();
+}
+
+/* -o ext_path: the flash tier. One line and an exit status on any error:
+ * it never starts half-working. */
+static int
+flash_start(void)
+{
+    char path[4096], err[512];
+    struct flash_options o = {
+        .slab_size = (uint32_t)settings.ext_wbuf_size << 20,
+        .wbufs = 4,
+        .io_threads = (uint32_t)settings.ext_threads,
+        .min_value = (uint32_t)settings.ext_item_size,
+        .drop_unread = settings.ext_drop_unread,
+        .path = path,
+    };
+
+    if (settings.ext_path == NULL) {
+        return 0;
+    }
+    if (flash_parse_path(settings.ext_path, path, sizeof(path), &o.size, err,
+                         sizeof(err)) != FLASH_OK) {
+        fprintf(stderr, "slabcache: %s\n", err);
+        return EX_USAGE;
+    }
+    flash_rstatus_t st = flash_setup(&o, err, sizeof(err));
+    if (st != FLASH_OK) {
+        fprintf(stderr, "slabcache: %s\n", err);
+        return st == FLASH_EINVAL ? EX_USAGE : EX_OSERR;
+    }
     return 0;
 }
 
 static void
 storage_teardown(void)
 {
+    flash_teardown();
     item_teardown();
     assoc_teardown();
     slab_teardown();
@@ -308,6 +343,11 @@ run(void)
 
     admin_http_teardown();
     listener_teardown();
+    /* Workers stop first, the flash tier's threads then finish their
+     * reads (handing them back to the stopped workers), then the
+     * connections go. */
+    worker_stop();
+    flash_teardown();
     worker_teardown();
     event_free(sigterm);
     event_free(sigint);
@@ -378,8 +418,9 @@ main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
-    if (storage_setup() != 0) {
-        return EXIT_FAILURE;
+    int storage_rc = storage_setup();
+    if (storage_rc != 0) {
+        return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_INIT, reserved_fds());

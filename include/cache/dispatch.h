@@ -45,6 +45,18 @@ typedef enum dispatch_result {
                                ctx->watcher (logger.h) until it closes */
 } dispatch_result_t;
 
+/*
+ * Flash-resident values (dispatch_flash.c): a read done on an I/O thread
+ * is handed back to the connection's worker by notify(owner, f), set by
+ * core; the worker then calls dispatch_flash_finish(f), which answers and
+ * returns the connection to write to (flash_conn), or NULL if it has gone.
+ */
+struct dispatch_flash;
+typedef void (*dispatch_flash_notify_fn)(void *owner, struct dispatch_flash *f);
+void *dispatch_flash_finish(struct dispatch_flash *f);
+/* A link the notify function may use to queue f until then. */
+struct dispatch_flash **dispatch_flash_next(struct dispatch_flash *f);
+
 /* Per-connection dispatch state (embedded in the connection). */
 struct dispatch_ctx {
     struct outq         *out;
@@ -93,6 +105,9 @@ struct dispatch_ctx {
         bool             key_binary;
     } ms;
     int                  fd;        /* the client's, for watch lines' cfd */
+    dispatch_flash_notify_fn flash_notify; /* NULL: flash reads block */
+    void                *flash_owner;
+    void                *flash_conn;
     bool                 log_replies; /* -vv: this classic command's answers */
     logger_close_reason_t close_reason; /* for `watch connevents` */
     struct logger_watcher *watcher; /* DISPATCH_WATCH */
@@ -121,6 +136,17 @@ bool dispatch_out_full(const struct dispatch_ctx *d);
 
 /* The output queue's release function for queued values. */
 void dispatch_ref_release(void *ref);
+
+/*
+ * Answer a fetch of it, a stub (item_is_flash), from flash: the bytes
+ * queued from mark hit to mark miss are its hit's header, those from miss
+ * on what a miss answers; send is how many of the value's bytes (with its
+ * "\r\n": nbytes) the hit carries. Consumes the reference to it.
+ */
+void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, uint64_t hit,
+                          uint64_t miss, uint32_t send);
+bool dispatch_ref_is_flash(void *ref);
+void dispatch_flash_release(void *ref);
 
 dispatch_result_t dispatch_request(struct dispatch_ctx *d,
                                    const struct proto_req *req);

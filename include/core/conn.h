@@ -27,6 +27,8 @@
 
 struct conn;
 struct event_base;
+#include "dispatch.h"
+
 struct stats_thread;
 
 /* Per-thread connection list, owned by a worker. */
@@ -46,6 +48,10 @@ void         conn_format_addr(const struct sockaddr *sa, char *out, size_t cap);
 struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
                       struct conn_list *list, bool tls);
 void         conn_free(struct conn *c);
+/* Flash reads of this connection come back through fn(owner, ...). */
+void         conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner);
+/* An answer it waited for is ready: write (and read on) as after an event. */
+void         conn_kick(struct conn *c);
 /* Free every connection on the list (worker shutdown). */
 void         conn_free_all(struct conn_list *list);
 /* Emit `stats conns` lines for the list's connections. */

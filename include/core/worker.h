@@ -14,7 +14,10 @@ struct event_base;
 struct stats_thread;
 
 int  worker_setup(int nthreads);
-/* Ask every worker loop to stop, join them, free their connections. */
+/* Ask every worker loop to stop and join them (connections stay, so
+ * flash reads still in flight can come back to them: main.c). */
+void worker_stop(void);
+/* worker_stop(), then free every connection and loop. */
 void worker_teardown(void);
 /* Give an accepted, non-blocking socket to the next worker. */
 int  worker_handoff(int fd, bool tls);

@@ -44,8 +44,18 @@
     X(store_no_memory)  \
     X(auth_cmds)        \
     X(auth_errors)
+/* Fetches of flash-resident items (dispatch_flash.c), memcached's names;
+ * shown while the flash tier is on (-o ext_path). */
+#define STATS_FLASH_COMMANDS(X) \
+    X(get_extstore)             \
+    X(get_aborted_extstore)     \
+    X(get_oom_extstore)         \
+    X(recache_from_extstore)    \
+    X(miss_from_extstore)       \
+    X(badcrc_from_extstore)
 #define STATS_THREAD_COUNTERS(X) \
     STATS_GENERAL_COMMANDS(X) \
+    STATS_FLASH_COMMANDS(X) \
     X(idle_kicks)       \
     X(bytes_read)       \
     X(bytes_written)    \

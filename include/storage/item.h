@@ -31,6 +31,9 @@
 #define ITEM_STALE   0x10       /* meta: invalidated (md I, ms I), still served */
 #define ITEM_TOKEN_SENT 0x20    /* meta: a recache win (W) was handed out */
 #define ITEM_KEY_BINARY 0x40    /* meta: stored under a base64 ('b') key */
+#define ITEM_FLASH   0x80       /* a stub: the value is on flash (flash.h);
+                                   nbytes is the value's length, and the
+                                   chunk holds a struct flash_loc instead */
 
 /* refs: the reference count in the low bits, the ITEM_* flags above it. */
 #define ITEM_REF_BITS   24
@@ -222,6 +225,7 @@ void  item_teardown(void);
 
 size_t item_total_size(size_t nkey, size_t vlen);  /* header+key+value+2 */
 
+static inline bool item_is_flash(struct item *it) { return item_iflags(it) & ITEM_FLASH; }
 static inline char *item_key(struct item *it) { return it->data; }
 static inline char *item_value(struct item *it) { return it->data + item_nkey(it); }
 static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2; }
@@ -326,6 +330,20 @@ struct item_debug {
     uint32_t   ntotal;
 };
 bool          item_debug(const char *key, size_t nkey, struct item_debug *out);
+
+/*
+ * A stub's read (flash.h): the record's location and what identifies it
+ * (key, CAS, length), for a fetch that holds a reference to the stub.
+ * false for an item that is not a stub.
+ */
+struct flash_read;
+bool          item_flash_read_init(struct item *it, struct flash_read *r);
+/*
+ * Evictions that found no chunk for a stub (flash tier on) name the class
+ * the stub needed: the cache layer makes room there (cache.c) so later
+ * evictions can keep their items on flash. 0: none wanted.
+ */
+uint8_t       item_flash_stub_wanted(void);
 
 /* Unlink whatever is stored under key (used after a failed set). */
 void          item_unlink_key(const char *key, size_t nkey);

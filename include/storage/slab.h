@@ -108,6 +108,9 @@ void     slab_unlock(uint8_t cls);
  * then reclaims or evicts). The chunk's slab id is stored in *sid.
  */
 struct item *slab_alloc(uint8_t cls, uint32_t *sid);
+/* slab_alloc() if the class lock is free now, else NULL: for a caller
+ * holding another class's lock (the flash tier's stubs). */
+struct item *slab_try_alloc(uint8_t cls, uint32_t *sid);
 /* A chunk from the free list only (no new slab); caller holds slab_lock(cls). */
 struct item *slab_pop_free_locked(uint8_t cls, uint32_t *sid);
 /* Return a chunk to its class's free list. Caller holds slab_lock(cls). */

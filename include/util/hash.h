@@ -8,5 +8,8 @@
 #include <stdint.h>
 
 uint32_t hash_key(const char *key, size_t nkey);
+/* The same function from another seed: chained over several buffers, the
+ * flash tier's record checksum. */
+uint32_t hash_seeded(const void *p, size_t n, uint32_t seed);
 
 #endif

@@ -90,7 +90,12 @@
     X(ssl_ciphers,     XSTR,    0,   "ssl_ciphers",         NULL,        0,    0,           "ssl_ciphers",       "TLS: OpenSSL cipher list (TLS 1.2 and below)") \
     X(ssl_min_version, XNUM,    0,   "ssl_min_version",     2,           0,    3,           "ssl_min_version",   "TLS: lowest version, 0 1.0, 1 1.1, 2 1.2, 3 1.3") \
     X(ssl_wbuf_size,   XNUM,    0,   "ssl_wbuf_size",       16,          1,    1024,        "ssl_wbuf_size",     "TLS: per-connection write buffer, KB (one record per fill)") \
-    X(ssl_session_cache, XSWITCH, 0, "ssl_session_cache",   false,       0,    1,           "ssl_session_cache", "TLS: server-side session cache, for resumption")
+    X(ssl_session_cache, XSWITCH, 0, "ssl_session_cache",   false,       0,    1,           "ssl_session_cache", "TLS: server-side session cache, for resumption") \
+    X(ext_path,        XSTR,    0,   "ext_path",            NULL,        0,    0,           "ext_path",          "flash tier: FILE:SIZE (k/m/g/t suffix), a file or device that keeps items evicted from RAM; emptied at start") \
+    X(ext_item_size,   XNUM,    0,   "ext_item_size",       512,         0,    1073741824,  "ext_item_size",     "flash tier: smallest value, in bytes, kept on flash when evicted") \
+    X(ext_threads,     XNUM,    0,   "ext_threads",         1,           1,    64,          "ext_threads",       "flash tier: I/O threads reading flash") \
+    X(ext_wbuf_size,   XNUM,    0,   "ext_wbuf_size",       1,           1,    64,          NULL,                "flash tier: write buffer = flash slab, in megabytes (stats settings shows bytes)") \
+    X(ext_drop_unread, XSWITCH, 0,   "ext_drop_unread",     false,       0,    1,           "ext_drop_unread",   "flash tier: items never read are dropped, not written to flash")
 
 struct settings {
 #define SETTINGS_FIELD(name, kind, s, l, def, min, max, stat, help) SETTINGS_CTYPE_##kind name;

@@ -19,6 +19,7 @@
 
 #define CACHE_ALLOC_TRIES   8   /* evict/allocate rounds before giving up */
 #define CACHE_REBUILD_TRIES 8   /* rebuild rounds lost to races before giving up */
+#define CACHE_STUB_BATCH    32  /* chunks made for flash stubs at a time */
 
 /* Running low while memory is full: let the background evictor refill. */
 static void
@@ -27,6 +28,21 @@ cache_note_low(uint8_t cls)
     if (cls != 0 && evict_bg_reserve() > 0 && slab_class_free(cls) < evict_bg_target(cls) &&
         slab_at_limit()) {
         evict_bg_notify(cls);
+    }
+}
+
+/*
+ * An eviction could not keep its item on flash for want of a chunk for
+ * its stub (item_flash.c cannot evict under its locks): make room in the
+ * stub's class now, with the policies, so the next ones can.
+ */
+static void
+cache_stub_room(void)
+{
+    uint8_t cls = item_flash_stub_wanted();
+
+    if (cls != 0) {
+        (void)evict_run(cls, CACHE_STUB_BATCH, NULL);
     }
 }
 
@@ -53,6 +69,7 @@ cache_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         item_note_outofmemory(cls);
     } else if (st == ITEM_OK) {
         cache_note_low(cls);
+        cache_stub_room();
     }
     return st;
 }

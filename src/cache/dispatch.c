@@ -95,6 +95,10 @@ dispatch_reply_line_nr(struct dispatch_ctx *d, bool noreply, const char *text)
 void
 dispatch_ref_release(void *ref)
 {
+    if (dispatch_ref_is_flash(ref)) {
+        dispatch_flash_release(ref);
+        return;
+    }
     item_release(ref);
 }
 
@@ -113,6 +117,7 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
     char hdr[PROTO_VALUE_HDR_MAX];
     size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), item_nkey(it),
                                    it->flags, item_vlen(it), with_cas, item_cas(it));
+    uint64_t hit = outq_mark(d->out);
 
     if (outq_add(d->out, hdr, n) != 0) {
         item_release(it);       /* no header, so no value either */
@@ -120,6 +125,11 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
     }
     if (d->log_replies) {
         log_debug(">%d sending key %.*s", d->fd, (int)item_nkey(it), item_key(it));
+    }
+    if (item_is_flash(it)) {
+        uint64_t miss_at = outq_mark(d->out);     /* a miss answers nothing */
+        dispatch_flash_reply(d, it, hit, miss_at, it->nbytes);
+        return;
     }
     dispatch_reply_data(d, it);
 }
@@ -310,6 +320,7 @@ get_start(struct dispatch_ctx *d, const struct proto_req *req)
     d->mget.exptime = req->exptime;
     d->mget.nkeys = 0;
     d->mget.mark = outq_mark(d->out);
+    outq_track(d->out, &d->mget.mark);
 }
 
 dispatch_result_t

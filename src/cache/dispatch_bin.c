@@ -63,6 +63,18 @@ bin_error(struct dispatch_ctx *d, uint8_t opcode, uint32_t opaque, uint16_t stat
 
 /* --- get, getk, gat, touch (and their quiet forms) --------------------------- */
 
+/* A get's miss: getk answers with the key. */
+static void
+bin_get_miss(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    if (req->bin.with_key) {
+        bin_answer(d, req, PROTO_BIN_KEY_ENOENT, 0, NULL, 0, req->key,
+                   (uint16_t)req->nkey, NULL, 0);
+    } else {
+        bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
+    }
+}
+
 static dispatch_result_t
 bin_get(struct dispatch_ctx *d, const struct proto_req *req)
 {
@@ -78,12 +90,7 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
         if (req->noreply) {
             return DISPATCH_DONE;
         }
-        if (req->bin.with_key) {
-            bin_answer(d, req, PROTO_BIN_KEY_ENOENT, 0, NULL, 0, req->key,
-                       (uint16_t)req->nkey, NULL, 0);
-        } else {
-            bin_error(d, req->bin.opcode, req->bin.opaque, PROTO_BIN_KEY_ENOENT);
-        }
+        bin_get_miss(d, req);
         return DISPATCH_DONE;
     }
     unsigned char flags[4];
@@ -94,9 +101,18 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
                                  req->bin.opaque, item_cas(it), flags, 4,
                                  req->bin.with_key ? item_key(it) : NULL,
                                  req->bin.with_key ? item_nkey(it) : 0, vlen);
+    uint64_t hit = outq_mark(d->out);
     outq_add(d->out, buf, n);
     if (vlen == 0) {
         item_release(it);
+        return DISPATCH_DONE;
+    }
+    if (item_is_flash(it)) {
+        uint64_t miss_at = outq_mark(d->out);
+        if (!req->noreply) {
+            bin_get_miss(d, req);
+        }
+        dispatch_flash_reply(d, it, hit, miss_at, vlen);
         return DISPATCH_DONE;
     }
     /* The value without its "\r\n": copied when small (a pipeline of

@@ -127,8 +127,16 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
     mi.token_sent = g.token_sent;
     mi.stale = g.stale;
     mi.won = g.won;
+    uint64_t hit = outq_mark(d->out);
     meta_line(d, value ? "VA" : "HD", "stcflhOk", m, &mi);
-    if (value) {
+    if (value && item_is_flash(it)) {
+        uint64_t miss_at = outq_mark(d->out);
+        if (!req->noreply) {
+            meta_key(&mi, req);
+            meta_line(d, "EN", "Ok", m, &mi);
+        }
+        dispatch_flash_reply(d, it, hit, miss_at, it->nbytes);
+    } else if (value) {
         dispatch_reply_data(d, it);
     } else {
         item_release(it);

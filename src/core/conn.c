@@ -842,12 +842,12 @@ conn_flush(struct conn *c)
             event_del(c->ev_write);
             c->write_pending = false;
         }
-        if (c->state == CONN_CLOSING) {
+        if (c->state == CONN_CLOSING && c->out.nwait == 0) {
             conn_free(c);
             return false;
         }
-        if (!c->read_paused) {
-            return true;
+        if (!c->read_paused || c->state == CONN_CLOSING) {
+            return true;        /* (closing: once the answers it waits for are out) */
         }
         /* Drained: resume input, and handle what is already buffered. */
         c->read_paused = false;
@@ -910,6 +910,20 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
         event_active(c->ev_read, EV_READ, 0);
     }
 #endif
+}
+
+void
+conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner)
+{
+    c->d.flash_notify = fn;
+    c->d.flash_owner = owner;
+    c->d.flash_conn = c;
+}
+
+void
+conn_kick(struct conn *c)
+{
+    (void)conn_flush(c);
 }
 
 static void

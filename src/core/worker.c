@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "dispatch.h"
 #include "listener.h"
 #include "log.h"
 #include "settings.h"
@@ -33,6 +34,8 @@ struct worker {
     int                  notify_wr;
     struct conn_list     conns;
     struct stats_thread  stats;
+    pthread_mutex_t      flash_lock; /* flash reads done, for this loop */
+    struct dispatch_flash *flash_done;
 };
 
 static struct worker   *workers;
@@ -41,7 +44,47 @@ static _Atomic unsigned next_worker;
 static bool             yield_between_batches;
 
 #define NOTIFY_STOP (-1)         /* written instead of an fd: leave the loop */
+#define NOTIFY_FLASH (-2)        /* flash reads are done (w->flash_done) */
 #define NOTIFY_TLS  (1 << 30)    /* or'ed into an fd: a TLS listener's client */
+
+static int worker_notify(struct worker *w, int value);
+
+/*
+ * A flash read is done (on an I/O thread): queue it for the worker whose
+ * connection asked, waking the loop when the queue was empty.
+ */
+static void
+worker_flash_notify(void *owner, struct dispatch_flash *f)
+{
+    struct worker *w = owner;
+
+    pthread_mutex_lock(&w->flash_lock);
+    bool wake = w->flash_done == NULL;
+    *dispatch_flash_next(f) = w->flash_done;
+    w->flash_done = f;
+    pthread_mutex_unlock(&w->flash_lock);
+    if (wake) {
+        worker_notify(w, NOTIFY_FLASH);
+    }
+}
+
+/* On the worker: answer every read done, then let the connections write. */
+static void
+worker_flash_finish(struct worker *w)
+{
+    pthread_mutex_lock(&w->flash_lock);
+    struct dispatch_flash *f = w->flash_done;
+    w->flash_done = NULL;
+    pthread_mutex_unlock(&w->flash_lock);
+    while (f != NULL) {
+        struct dispatch_flash *next = *dispatch_flash_next(f);
+        struct conn *c = dispatch_flash_finish(f);
+        if (c != NULL) {
+            conn_kick(c);
+        }
+        f = next;
+    }
+}
 
 /*
  * Everything another thread asks of a worker comes through its pipe, so
@@ -59,9 +102,16 @@ worker_on_notify(evutil_socket_t fd, short what, void *arg)
             event_base_loopbreak(w->base);
             continue;
         }
+        if (cfd == NOTIFY_FLASH) {
+            worker_flash_finish(w);
+            continue;
+        }
         bool tls = (cfd & NOTIFY_TLS) != 0;
         cfd &= ~NOTIFY_TLS;
-        if (conn_new(cfd, w->base, &w->stats, &w->conns, tls) == NULL) {
+        struct conn *c = conn_new(cfd, w->base, &w->stats, &w->conns, tls);
+        if (c != NULL) {
+            conn_set_flash(c, worker_flash_notify, w);
+        } else {
             log_error("failed to set up connection %d", cfd);
             close(cfd);
             stats_conn_close();
@@ -152,6 +202,7 @@ worker_init(struct worker *w)
     int fds[2];
 
     pthread_mutex_init(&w->conns.lock, NULL);
+    pthread_mutex_init(&w->flash_lock, NULL);
     w->base = event_base_new();
     if (w->base == NULL || pipe(fds) != 0) {
         return -1;
@@ -201,7 +252,7 @@ worker_setup(int nthreads)
 }
 
 void
-worker_teardown(void)
+worker_stop(void)
 {
     for (int i = 0; i < nworkers; i++) {
         if (workers[i].tid != 0) {
@@ -209,10 +260,20 @@ worker_teardown(void)
         }
     }
     for (int i = 0; i < nworkers; i++) {
-        struct worker *w = &workers[i];
-        if (w->tid != 0) {
-            pthread_join(w->tid, NULL);
+        if (workers[i].tid != 0) {
+            pthread_join(workers[i].tid, NULL);
+            workers[i].tid = 0;
         }
+    }
+}
+
+void
+worker_teardown(void)
+{
+    worker_stop();
+    for (int i = 0; i < nworkers; i++) {
+        struct worker *w = &workers[i];
+        worker_flash_finish(w);     /* reads done after the loop stopped */
         conn_free_all(&w->conns);
         if (w->notify_ev != NULL) {
             event_free(w->notify_ev);
@@ -228,6 +289,7 @@ worker_teardown(void)
             close(w->notify_wr);
         }
         pthread_mutex_destroy(&w->conns.lock);
+        pthread_mutex_destroy(&w->flash_lock);
     }
     free(workers);
     workers = NULL;

@@ -18,6 +18,7 @@
 #include "crawler.h"
 #include "logger.h"
 #include "evict.h"
+#include "flash.h"
 #include "item.h"
 #include "settings.h"
 #include "slab.h"
@@ -334,6 +335,11 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "log_watcher_skipped", log_skipped);
     emit_u64(emit, ctx, "log_watcher_sent", log_sent);
     emit_u64(emit, ctx, "log_watchers", log_watchers);
+    if (flash_enabled()) {
+#define EMIT_THREAD(name) emit_u64(emit, ctx, #name, atomic_load(&t.name));
+        STATS_FLASH_COMMANDS(EMIT_THREAD)
+#undef EMIT_THREAD
+    }
     if (settings.ssl_enabled) {
         if (settings.ssl_session_cache) {
             emit_u64(emit, ctx, "ssl_new_sessions", atomic_load(&ssl_new_sessions));
@@ -360,6 +366,13 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "crawler_reclaimed", creclaimed);
     emit_u64(emit, ctx, "crawler_items_checked", cchecked);
     emit_zeros(emit, ctx, no_segmented_lru);
+    if (flash_enabled()) {
+        struct flash_stats fs;
+        flash_get_stats(&fs);
+#define EMIT_FLASH(name, kind) emit_u64(emit, ctx, #name, fs.name);
+        FLASH_STATS(EMIT_FLASH)
+#undef EMIT_FLASH
+    }
     /* slabcache's own. */
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
     emit_u64(emit, ctx, "total_malloced", slab_malloced());
@@ -396,13 +409,18 @@ static const struct fixed_setting lru_fixed[] = {
 static const struct fixed_setting ext_fixed[] = {
     { "worker_logbuf_size", "65536" },
     { "read_buf_mem_limit", "0" }, { "track_sizes", "no" },
-    { "inline_ascii_response", "no" }, { "ext_item_size", "512" },
+    { "inline_ascii_response", "no" }, { NULL, NULL },
+};
+/* memcached's extstore settings slabcache refuses (settings.c) keep its
+ * defaults' lines between the ones it has (emit_ext_settings). */
+static const struct fixed_setting ext_age_fixed[] = {
     { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" },
-    { "ext_recache_rate", "2000" }, { "ext_wbuf_size", "4194304" },
+    { "ext_recache_rate", "2000" }, { NULL, NULL },
+};
+static const struct fixed_setting ext_compact_fixed[] = {
     { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
     { "ext_max_sleep", "1000000" }, { "ext_max_frag", "0.80" },
-    { "slab_automove_freeratio", "0.010" }, { "ext_drop_unread", "no" },
-    { NULL, NULL },
+    { "slab_automove_freeratio", "0.010" }, { NULL, NULL },
 };
 static const struct fixed_setting tail_fixed[] = {
     { "num_napi_ids", "(null)" }, { "memory_file", "(null)" }, { NULL, NULL },
@@ -491,6 +509,11 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
     emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);
+    emit_u64(emit, ctx, "ext_item_size", (uint64_t)settings.ext_item_size);
+    emit_fixed(emit, ctx, ext_age_fixed);
+    emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);
+    emit_fixed(emit, ctx, ext_compact_fixed);
+    emit_str(emit, ctx, "ext_drop_unread", settings.ext_drop_unread ? "yes" : "no");
     emit_ssl_settings(emit, ctx);
     emit_fixed(emit, ctx, tail_fixed);
     /* slabcache's own that are not rows of the option table as such. */

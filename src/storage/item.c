@@ -90,7 +90,8 @@ item_is_flushed(struct item *it, rel_time_t now)
 bool
 item_is_dead(struct item *it, rel_time_t now)
 {
-    return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now);
+    return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now) ||
+           item_flash_gone(it);
 }
 
 /* --- link / unlink (partition lock held) ---------------------------------- */
@@ -168,7 +169,7 @@ do_item_find_why(const char *key, size_t nkey, uint32_t hv, item_miss_t *miss)
         *miss = ITEM_MISS_FLUSHED;
     } else if (it->exptime != 0 && it->exptime <= now) {
         *miss = ITEM_MISS_EXPIRED;
-    } else {
+    } else if (!item_flash_gone(it)) {
         return it;
     }
     do_item_unlink(it, hv);

@@ -25,12 +25,15 @@
  * table's); the caller gives its chunk back to the class. Accounted as
  * reclaimed (dead) or evicted (live).
  */
-void
+bool
 item_class_drop_locked(struct item_class_state *l, struct item *it, uint32_t hv,
                        bool dead, rel_time_t now)
 {
     uint8_t f = item_iflags(it);
 
+    if (!dead && item_flash_stash(it, hv, now)) {
+        return false;           /* lives on as a stub: not an eviction */
+    }
     do_item_unlink_nofree(it, hv);
     if (dead) {
         l->reclaimed++;
@@ -46,6 +49,7 @@ item_class_drop_locked(struct item_class_state *l, struct item *it, uint32_t hv,
             hook(it, now);
         }
     }
+    return true;
 }
 
 /* What the hand found in one chunk (class lock held). */
@@ -103,6 +107,9 @@ clock_maybe_dead(struct item *it, rel_time_t now)
     rel_time_t live = atomic_load_explicit(&item_oldest_live, memory_order_relaxed);
 
     if (exp != 0 && exp <= now) {
+        return true;
+    }
+    if (item_flash_gone(it)) {
         return true;
     }
     if (live == 0 || live > now) {

@@ -12,7 +12,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "flash.h"
 #include "item.h"
 #include "slab.h"
 
@@ -42,10 +44,35 @@ extern _Atomic bool                  item_slab_rescue_on;
 extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
 extern _Atomic uint64_t              item_oldest_cas;
 
+/* RAM bytes of an item: a stub (ITEM_FLASH) holds a flash_loc, not its value. */
 static inline size_t
 item_ntotal(struct item *it)
 {
+    if (item_iflags(it) & ITEM_FLASH) {
+        return offsetof(struct item, data) + item_nkey(it) + sizeof(struct flash_loc);
+    }
     return offsetof(struct item, data) + item_nkey(it) + it->nbytes;
+}
+
+/* A stub's location, after its key (unaligned: copied). */
+static inline struct flash_loc
+item_flash_loc(struct item *it)
+{
+    struct flash_loc loc;
+
+    memcpy(&loc, it->data + item_nkey(it), sizeof(loc));
+    return loc;
+}
+
+/* A stub whose record was reclaimed or never written: dead, as expired. */
+static inline bool
+item_flash_gone(struct item *it)
+{
+    if (!(item_iflags(it) & ITEM_FLASH)) {
+        return false;
+    }
+    struct flash_loc loc = item_flash_loc(it);
+    return !flash_loc_valid(&loc);
 }
 
 static inline struct item_class_state *
@@ -87,9 +114,15 @@ struct item  *item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
 item_status_t item_rebuild_want(struct item_rebuild *rb, struct item *old,
                                 const char *key, size_t nkey, uint32_t flags,
                                 rel_time_t exptime, uint32_t vlen);
-/* Both locks held: unlink, count as reclaimed (dead) or evicted (live). */
-void          item_class_drop_locked(struct item_class_state *l, struct item *it,
+/* Both locks held: unlink, count as reclaimed (dead) or evicted (live);
+ * or, a live item the flash tier keeps, replace it by its stub (false:
+ * not counted as an eviction). Either way the chunk is the caller's. */
+bool          item_class_drop_locked(struct item_class_state *l, struct item *it,
                                      uint32_t hv, bool dead, rel_time_t now);
+/* item_flash.c, both locks held: replace a live item being evicted by a
+ * stub, its record appended to flash; false (nothing changed) if it is
+ * not to be kept or there is no room. */
+bool          item_flash_stash(struct item *it, uint32_t hv, rel_time_t now);
 /* Class lock held: the sweep; chunks freed into the class. */
 uint32_t      item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now);
 

@@ -122,8 +122,7 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
             slab_free_locked(cls, sid, it);
         } else {
             bool dead = item_is_dead(it, now);
-            item_class_drop_locked(l, it, hv, dead, now);
-            if (!dead) {
+            if (item_class_drop_locked(l, it, hv, dead, now) && !dead) {
                 /* Counted apart from CLOCK evictions; both are evictions. */
                 l->evicted--;
                 l->evicted_by_slab++;

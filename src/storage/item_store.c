@@ -152,6 +152,10 @@ item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
         assoc_unlock(hv);
         return ITEM_EXISTS;
     }
+    if (item_is_flash(old)) {
+        assoc_unlock(hv);       /* memcached's extstore answers the same */
+        return ITEM_NOT_STORED;
+    }
     uint32_t ovlen = item_vlen(old);
     if ((uint64_t)ovlen + nvlen > UINT32_MAX - 2 || item_class_of(nkey, ovlen + nvlen) == 0) {
         assoc_unlock(hv);
@@ -272,7 +276,8 @@ arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
 
     /* The value ends in "\r\n", so the digits always end at white space,
      * as memcached's safe_strtoull() requires. */
-    if (it->nbytes <= 2 || !num_mc_strtoull(val, it->nbytes, &value)) {
+    /* A value on flash is not read here (memcached's extstore neither). */
+    if (it->nbytes <= 2 || item_is_flash(it) || !num_mc_strtoull(val, it->nbytes, &value)) {
         return ITEM_NON_NUMERIC;
     }
     if (incr) {

@@ -495,14 +495,13 @@ class_remove_slab(struct slab_class *c, uint32_t sid)
     }
 }
 
-struct item *
-slab_alloc(uint8_t cls, uint32_t *sid)
+/* slab_alloc's work, class lock held. */
+static struct item *
+slab_alloc_locked(uint8_t cls, uint32_t *sid)
 {
     struct slab_class *c = &classes[cls];
     struct item *it;
 
-    assert(cls >= 1 && cls <= nclasses);
-    pthread_mutex_lock(&c->lock);
     if (c->free_head == SLAB_HANDLE_NONE) {
         uint32_t nsid = table_append(atomic_load_explicit(&c->nslabs,
                                                           memory_order_relaxed) == 0);
@@ -515,6 +514,31 @@ slab_alloc(uint8_t cls, uint32_t *sid)
         *sid = slab_sid_of(it);
         slab_used_add(table_entry(*sid), 1);
     }
+    return it;
+}
+
+struct item *
+slab_alloc(uint8_t cls, uint32_t *sid)
+{
+    struct slab_class *c = &classes[cls];
+
+    assert(cls >= 1 && cls <= nclasses);
+    pthread_mutex_lock(&c->lock);
+    struct item *it = slab_alloc_locked(cls, sid);
+    pthread_mutex_unlock(&c->lock);
+    return it;
+}
+
+struct item *
+slab_try_alloc(uint8_t cls, uint32_t *sid)
+{
+    struct slab_class *c = &classes[cls];
+
+    assert(cls >= 1 && cls <= nclasses);
+    if (pthread_mutex_trylock(&c->lock) != 0) {
+        return NULL;
+    }
+    struct item *it = slab_alloc_locked(cls, sid);
     pthread_mutex_unlock(&c->lock);
     return it;
 }

@@ -17,9 +17,15 @@ rotl32(uint32_t x, int r)
 uint32_t
 hash_key(const char *key, size_t nkey)
 {
-    const uint8_t *data = (const uint8_t *)key;
+    return hash_seeded(key, nkey, 0x9747b28c);
+}
+
+uint32_t
+hash_seeded(const void *p, size_t nkey, uint32_t seed)
+{
+    const uint8_t *data = p;
     const uint32_t c1 = 0xcc9e2d51, c2 = 0x1b873593;
-    uint32_t h = 0x9747b28c;
+    uint32_t h = seed;
     size_t nblocks = nkey / 4;
 
     for (size_t i = 0; i < nblocks; i++) {

@@ -5,6 +5,7 @@
  */
 #include "outq.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ outq_add(struct outq *q, const void *p, size_t n)
         if (outq_seg_room(q) != 0) {
             return -1;
         }
-        q->seg[q->nseg++] = (struct outq_seg){ NULL, q->buf_len, n, NULL };
+        q->seg[q->nseg++] = (struct outq_seg){ NULL, q->buf_len, n, NULL, false };
     }
     memcpy(q->buf + q->buf_len, p, n);
     q->buf_len += n;
@@ -96,10 +97,89 @@ outq_add_ref(struct outq *q, const void *p, size_t n, void *ref)
         q->release(ref);
         return -1;
     }
-    q->seg[q->nseg++] = (struct outq_seg){ p, 0, n, ref };
+    q->seg[q->nseg++] = (struct outq_seg){ p, 0, n, ref, false };
     q->pending += n;
     q->queued += n;
     return 0;
+}
+
+static void outq_skip_empty(struct outq *q);
+
+int64_t
+outq_add_wait(struct outq *q, const void *p, size_t n, void *ref)
+{
+    if (outq_add_ref(q, p, n, ref) != 0) {
+        return -1;
+    }
+    uint32_t i = q->nseg - 1;
+    q->seg[i].wait = true;
+    if (q->nwait++ == 0) {
+        q->first_wait = i;
+    }
+    return i;
+}
+
+/* The first waiting segment at or after i (nwait > 0). */
+static uint32_t
+outq_next_wait(const struct outq *q, uint32_t i)
+{
+    while (i < q->nseg && !q->seg[i].wait) {
+        i++;
+    }
+    return i;
+}
+
+/*
+ * Marks taken after a segment that shrinks would point past their place:
+ * the hold and the tracked mark (outq_track) are the ones kept across a
+ * wait, so they move with their bytes.
+ */
+void
+outq_ready(struct outq *q, uint32_t i, size_t n)
+{
+    struct outq_seg *s = &q->seg[i];
+    size_t cut = s->len - n;
+
+    if ((q->hold != OUTQ_NO_HOLD || q->track != NULL) && cut > 0) {
+        uint64_t at = q->queued - q->pending;       /* bytes sent */
+        for (uint32_t j = q->head; j < i; j++) {
+            at += q->seg[j].len - (j == q->head ? q->head_sent : 0);
+        }
+        if (q->hold != OUTQ_NO_HOLD && q->hold > at) {
+            q->hold = q->hold - at > cut ? q->hold - cut : at;
+        }
+        if (q->track != NULL && *q->track > at) {
+            *q->track = *q->track - at > cut ? *q->track - cut : at;
+        }
+    }
+    s->len = n;
+    s->wait = false;
+    q->pending -= cut;
+    q->queued -= cut;
+    if (--q->nwait > 0 && q->first_wait == i) {
+        q->first_wait = outq_next_wait(q, i + 1);
+    }
+    outq_skip_empty(q);
+}
+
+void
+outq_copy_since(const struct outq *q, uint64_t mark, char *dst)
+{
+    size_t n = (size_t)(q->queued - mark);
+
+    assert(n <= q->buf_len);
+    memcpy(dst, q->buf + q->buf_len - n, n);
+}
+
+size_t
+outq_ready_bytes(const struct outq *q)
+{
+    size_t n = 0;
+
+    for (uint32_t j = q->head; j < q->first_wait; j++) {
+        n += q->seg[j].len - (j == q->head ? q->head_sent : 0);
+    }
+    return n;
 }
 
 /*
@@ -125,6 +205,12 @@ outq_rollback(struct outq *q, uint64_t mark)
         q->pending -= cut;
         q->queued -= cut;
         if (s->len == 0) {
+            if (s->wait) {
+                s->wait = false;
+                if (--q->nwait > 0 && q->first_wait == q->nseg - 1) {
+                    q->first_wait = outq_next_wait(q, q->head);
+                }
+            }
             if (s->ref != NULL) {
                 q->release(s->ref);
             }
@@ -148,6 +234,24 @@ outq_reset(struct outq *q)
     }
 }
 
+/* Release ready segments at the head with nothing left to send (an
+ * answer that outq_ready() emptied); reset once all is sent. */
+static void
+outq_skip_empty(struct outq *q)
+{
+    while (q->head < q->nseg && !q->seg[q->head].wait &&
+           q->seg[q->head].len == q->head_sent) {
+        if (q->seg[q->head].ref != NULL) {
+            q->release(q->seg[q->head].ref);
+        }
+        q->head++;
+        q->head_sent = 0;
+    }
+    if (q->head == q->nseg) {
+        outq_reset(q);
+    }
+}
+
 /* Mark w bytes sent: release whole segments, remember a partial one. */
 static void
 outq_advance(struct outq *q, size_t w)
@@ -168,9 +272,7 @@ outq_advance(struct outq *q, size_t w)
         q->head++;
         q->head_sent = 0;
     }
-    if (q->head == q->nseg) {
-        outq_reset(q);
-    }
+    outq_skip_empty(q);
 }
 
 /*

@@ -344,6 +344,8 @@ static void set_nothing(void)       { }
 static const char NO_SEGMENTS[] = "slabcache has no segmented LRU (one CLOCK per class)";
 static const char NO_MOVER[] = "slabcache moves slabs by eviction policy (--eviction), not a page mover";
 static const char GEOMETRY[] = "slab geometry is set with -I, -f and -n";
+static const char FLASH_SLABS[] = "flash slabs are the size of the write buffer (ext_wbuf_size)";
+static const char FLASH_FIFO[] = "flash space is reclaimed first in, first out by flash slab: no compaction or early writes";
 
 static const struct compat_opt compat_opts[] = {
     SWITCH("no_slab_automove", set_no_automove),
@@ -375,6 +377,16 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("resp_obj_mem_limit", "no response objects"),
     REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
     REFUSED("ssl_kernel_tls", "kernel TLS offload is not supported"),
+    REFUSED("ext_page_size", FLASH_SLABS),
+    REFUSED("ext_item_age", FLASH_FIFO),
+    REFUSED("ext_low_ttl", FLASH_FIFO),
+    REFUSED("ext_compact_under", FLASH_FIFO),
+    REFUSED("ext_drop_under", FLASH_FIFO),
+    REFUSED("ext_max_frag", FLASH_FIFO),
+    REFUSED("ext_max_sleep", FLASH_FIFO),
+    REFUSED("ext_io_depth", "flash reads are queued to the ext_threads I/O threads"),
+    REFUSED("ext_recache_rate", "flash-resident items are not copied back to RAM yet"),
+    REFUSED("slab_automove_freeratio", NO_MOVER),
 };
 
 /* hash_algorithm takes a name, and only the one slabcache uses. */
@@ -477,8 +489,8 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
     if (strcmp(opt, "hash_algorithm") == 0) {
         return apply_hash_algorithm(value);
     }
-    if (strncmp(opt, "ext_", 4) == 0 || strncmp(opt, "proxy_", 6) == 0) {
-        return usage_error("-o", opt, "extstore and the proxy are not supported yet");
+    if (strncmp(opt, "proxy_", 6) == 0) {
+        return usage_error("-o", opt, "the proxy is not supported");
     }
     const struct opt_desc *d = ext_find(name, nlen, &on);
     if (d != NULL) {

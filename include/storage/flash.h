@@ -1,0 +1,142 @@
+/*
+ * flash.h -- the flash tier's log: items evicted from RAM live on in a
+ * file (an SSD), written whole and in order as flash slabs, fatcache's
+ * design; memcached's extstore is the compatible face (-o ext_path).
+ *
+ * The file is a ring of flash slabs. Records (an evicted item's key,
+ * value, flags and CAS under a checksum) are appended to a write buffer
+ * the size of a flash slab; a full buffer is written by the writer thread
+ * with one sequential write into the next slab of the ring. Slabs carry a
+ * sequence number (log order): writing slab s reclaims the slab of s -
+ * nslabs, FIFO, so every record in it dies at once, without an index
+ * walk. RAM keeps a stub per flash-resident item (item.h, ITEM_FLASH)
+ * whose value is a struct flash_loc; a stub whose slab has been reclaimed
+ * (or failed to write) is dead, and dropped as an expired item is.
+ *
+ * Reads go through a small pool of I/O threads (ext_threads) so a worker's
+ * event loop never waits for the device: flash_read_submit() queues a
+ * request and the pool calls its done() when the bytes are in, checked
+ * (key, CAS, length, checksum) and known valid; records still in a write
+ * buffer are copied from memory. Storage never touches sockets: done()
+ * is how the caller learns, on an I/O thread.
+ *
+ * The file is a cache: it is truncated to its size at start, and nothing
+ * in it is read back after a restart.
+ */
+#ifndef SC_FLASH_H
+#define SC_FLASH_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where a record lives: a stub's value (8 bytes). */
+struct flash_loc {
+    uint32_t seq;               /* flash slab, in log order (0: none) */
+    uint32_t off;               /* the record's offset in it */
+};
+
+typedef enum flash_rstatus {
+    FLASH_OK,
+    FLASH_EINVAL,               /* bad path or size: message in the error buffer */
+    FLASH_EIO,                  /* could not create, open or size the file */
+    FLASH_ENOMEM,
+} flash_rstatus_t;
+
+struct flash_options {
+    const char *path;
+    uint64_t    size;           /* bytes */
+    uint32_t    slab_size;      /* bytes per flash slab = write buffer (ext_wbuf_size) */
+    uint32_t    wbufs;          /* write buffers: one filling, the rest queued */
+    uint32_t    io_threads;     /* ext_threads */
+    uint32_t    min_value;      /* ext_item_size: smaller values are not kept */
+    bool        drop_unread;    /* ext_drop_unread: items never read are not kept */
+};
+
+/* "FILE:SIZE" (k/m/g/t suffixes) as memcached's ext_path takes it. */
+flash_rstatus_t flash_parse_path(const char *spec, char *path, size_t cap,
+                                 uint64_t *size, char *err, size_t errcap);
+flash_rstatus_t flash_setup(const struct flash_options *o, char *err, size_t errcap);
+void            flash_teardown(void);
+bool            flash_enabled(void);
+uint32_t        flash_min_value(void);
+bool            flash_drop_unread(void);
+
+/*
+ * Append a record for an item being evicted. Called with the item's
+ * partition and class locks held, so it only copies (no I/O, no storage
+ * lock): false when the write buffers are all waiting for the writer, or
+ * the record is larger than a flash slab (the item is then dropped).
+ */
+bool            flash_append(const char *key, uint8_t nkey, const char *value,
+                             uint32_t nbytes, uint32_t flags, uint64_t cas,
+                             struct flash_loc *out);
+
+/* A record at loc may still be read (not reclaimed, not failed). */
+bool            flash_loc_valid(const struct flash_loc *loc);
+
+typedef enum flash_read_status {
+    FLASH_READ_OK,
+    FLASH_READ_GONE,            /* reclaimed or failed to write: a miss */
+    FLASH_READ_EIO,             /* the read failed or came back short */
+    FLASH_READ_BADCRC,          /* bytes that are not the record asked for */
+} flash_read_status_t;
+
+/*
+ * One read: the value (nbytes, with its "\r\n") of the record at loc,
+ * which must be the one of this key and CAS, into dst. Filled in by the
+ * caller; status set before done() runs on an I/O thread.
+ */
+struct flash_read {
+    struct flash_loc    loc;
+    char                key[256];
+    uint8_t             nkey;
+    uint32_t            nbytes;
+    uint64_t            cas;
+    char               *dst;
+    flash_read_status_t status;
+    void              (*done)(struct flash_read *r);
+    struct flash_read  *next;   /* the pool's queue; then the caller's */
+};
+
+/* Queue r for the I/O threads. */
+void            flash_read_submit(struct flash_read *r);
+/* The same read, done by the calling thread (unit tests, tools). */
+flash_read_status_t flash_read_sync(struct flash_read *r);
+
+/* Seal the write buffer being filled and wait until everything queued is
+ * written (tests; shutdown). */
+void            flash_sync(void);
+
+/*
+ * Counters, memcached's extstore names where they mean the same
+ * (rendered by stats.c). Kinds: COUNT, a running total `stats reset`
+ * does not clear (as memcached's extstore figures); GAUGE, a level.
+ */
+#define FLASH_STATS(X)                          \
+    X(extstore_page_allocs,      COUNT)         \
+    X(extstore_page_evictions,   COUNT)         \
+    X(extstore_pages_free,       GAUGE)         \
+    X(extstore_pages_used,       GAUGE)         \
+    X(extstore_objects_evicted,  COUNT)         \
+    X(extstore_objects_read,     COUNT)         \
+    X(extstore_objects_written,  COUNT)         \
+    X(extstore_bytes_evicted,    COUNT)         \
+    X(extstore_bytes_written,    COUNT)         \
+    X(extstore_bytes_read,       COUNT)         \
+    X(extstore_limit_maxbytes,   GAUGE)         \
+    X(extstore_io_queue,         GAUGE)         \
+    X(extstore_write_errors,     COUNT)         \
+    X(extstore_read_errors,      COUNT)         \
+    X(extstore_wbuf_full,        COUNT)
+
+struct flash_stats {
+#define FLASH_STAT_FIELD(name, kind) uint64_t name;
+    FLASH_STATS(FLASH_STAT_FIELD)
+#undef FLASH_STAT_FIELD
+};
+
+void            flash_get_stats(struct flash_stats *out);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * dispatch_flash.c -- answering a fetch whose item is on flash (a stub,
+ * item.h ITEM_FLASH) without blocking the worker.
+ *
+ * The fetch composes its answer as for a RAM hit, then what a miss would
+ * answer; both are taken back from the output queue and queued again as
+ * one waiting answer (outq_add_wait) that holds the hit's header with room
+ * for the value behind it. The read goes to the flash tier's I/O threads;
+ * the queue keeps everything after the waiting answer unsent, so answers
+ * leave in request order while later requests are parsed and answered
+ * meanwhile. When the read is done the I/O thread hands it back through
+ * the connection's notify function (core) to the worker, which calls
+ * dispatch_flash_finish(): the answer becomes the hit, or the miss if the
+ * record was gone or bad, and the connection writes again.
+ *
+ * The answer object is shared by the output queue (its reference, tagged
+ * in the pointer's low bit) and the read in flight; both are released on
+ * the worker thread, so a plain count suffices. A connection that closes
+ * or takes the answer back (a multi-get ending in an error) releases its
+ * reference first; the read's completion then just frees it.
+ */
+#include "dispatch.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flash.h"
+#include "item.h"
+#include "outq.h"
+#include "stats.h"
+
+struct dispatch_flash {
+    struct flash_read        rd;        /* first: the I/O thread's view */
+    dispatch_flash_notify_fn notify;
+    void                    *owner;
+    void                    *conn;
+    struct dispatch_flash   *done_next; /* the owner's queue of reads done */
+    struct outq             *out;       /* NULL once the queue let go */
+    struct stats_thread     *stats;
+    uint32_t                 seg;
+    uint32_t                 nhdr;      /* the hit: buf[0, nhdr + send) */
+    uint32_t                 send;
+    uint32_t                 nmiss;     /* the miss: buf[nhdr + nbytes, +nmiss) */
+    int                      refs;
+    char                     buf[];
+};
+
+#define FLASH_REF_TAG ((uintptr_t)1)
+
+struct dispatch_flash **
+dispatch_flash_next(struct dispatch_flash *f)
+{
+    return &f->done_next;
+}
+
+bool
+dispatch_ref_is_flash(void *ref)
+{
+    return ((uintptr_t)ref & FLASH_REF_TAG) != 0;
+}
+
+static void
+flash_unref(struct dispatch_flash *f)
+{
+    if (--f->refs == 0) {
+        free(f);
+    }
+}
+
+void
+dispatch_flash_release(void *ref)
+{
+    struct dispatch_flash *f = (struct dispatch_flash *)((uintptr_t)ref & ~FLASH_REF_TAG);
+
+    f->out = NULL;
+    flash_unref(f);
+}
+
+/* On an I/O thread. */
+static void
+flash_read_done(struct flash_read *r)
+{
+    struct dispatch_flash *f = (struct dispatch_flash *)r;
+
+    f->notify(f->owner, f);
+}
+
+void *
+dispatch_flash_finish(struct dispatch_flash *f)
+{
+    void *conn = NULL;
+
+    if (f->out != NULL) {
+        if (f->rd.status == FLASH_READ_OK) {
+            outq_ready(f->out, f->seg, (size_t)f->nhdr + f->send);
+        } else {
+            STATS_INCR(f->stats, miss_from_extstore);
+            if (f->rd.status == FLASH_READ_BADCRC) {
+                STATS_INCR(f->stats, badcrc_from_extstore);
+            }
+            memmove(f->buf, f->buf + f->nhdr + f->rd.nbytes, f->nmiss);
+            outq_ready(f->out, f->seg, f->nmiss);
+        }
+        conn = f->conn;
+    }
+    flash_unref(f);
+    return conn;
+}
+
+void
+dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, uint64_t hit,
+                     uint64_t miss, uint32_t send)
+{
+    uint64_t end = outq_mark(d->out);
+    size_t nhdr = (size_t)(miss - hit), nmiss = (size_t)(end - miss);
+    struct dispatch_flash *f = malloc(sizeof(*f) + nhdr + it->nbytes + nmiss);
+
+    if (f == NULL || !item_flash_read_init(it, &f->rd)) {
+        free(f);
+        item_release(it);
+        outq_rollback(d->out, miss);        /* the header alone cannot stand */
+        outq_rollback(d->out, hit);
+        return;
+    }
+    item_release(it);
+    outq_copy_since(d->out, hit, f->buf);
+    memmove(f->buf + nhdr + f->rd.nbytes, f->buf + nhdr, nmiss);
+    outq_rollback(d->out, hit);
+    f->rd.dst = f->buf + nhdr;
+    f->rd.done = flash_read_done;
+    f->notify = d->flash_notify;
+    f->owner = d->flash_owner;
+    f->conn = d->flash_conn;
+    f->stats = d->stats;
+    f->nhdr = (uint32_t)nhdr;
+    f->send = send;
+    f->nmiss = (uint32_t)nmiss;
+    f->out = d->out;
+    f->refs = 2;                    /* the queue's and the read's */
+    int64_t seg = outq_add_wait(d->out, f->buf, nhdr + (size_t)f->rd.nbytes + nmiss,
+                                (void *)((uintptr_t)f | FLASH_REF_TAG));
+    if (seg < 0) {
+        free(f);                    /* released by the queue: refs 1 */
+        return;
+    }
+    f->seg = (uint32_t)seg;
+    STATS_INCR(d->stats, get_extstore);
+    if (f->notify == NULL) {
+        flash_read_sync(&f->rd);    /* no event loop to come back to */
+        (void)dispatch_flash_finish(f);
+        return;
+    }
+    flash_read_submit(&f->rd);
+}

@@ -1,0 +1,688 @@
+/*
+ * flash.c -- the flash tier's log (see flash.h for the design).
+ *
+ * One mutex guards the write buffers, the sequence counter and the
+ * per-slot bookkeeping; it is a leaf lock (taken under an item's
+ * partition and class locks by flash_append, never the other way), held
+ * only to copy bytes. Device I/O happens outside it: the writer thread
+ * writes a sealed buffer, the I/O threads read records.
+ *
+ * A physical slot p of the ring holds the flash slab whose sequence
+ * number s has s % nslabs == p. Its `seq` field says which one; a reader
+ * checks it after its pread, and a slot is given a new seq before the
+ * writer overwrites it, so a read that raced with a reclaim is known and
+ * answered FLASH_READ_GONE. The checksum guards the rest (a short or
+ * failed device, a file changed underneath).
+ */
+#include "flash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "hash.h"
+
+#define FLASH_CRC_SEED   0x5f1a5ca1u
+#define FLASH_ALIGN      8
+#define FLASH_WRITE_UNIT 4096       /* writes are rounded up to this */
+#define FLASH_IO_MAX     64
+
+/* A record's header on flash; key and value follow. */
+struct flash_rec {
+    uint32_t crc;               /* over the rest of the header, key, value */
+    uint32_t nbytes;
+    uint64_t cas;
+    uint32_t flags;
+    uint8_t  nkey;
+    uint8_t  pad[3];
+};
+
+enum slot_state {
+    SLOT_EMPTY,
+    SLOT_BUFFERED,              /* being filled, or sealed and queued */
+    SLOT_WRITING,               /* the writer has it; still in its buffer */
+    SLOT_WRITTEN,
+    SLOT_FAILED,                /* the write failed: its records are gone */
+};
+
+struct flash_slot {
+    _Atomic uint32_t seq;
+    _Atomic uint32_t state;
+    uint32_t         nobj;      /* records in it (lock held) */
+    uint64_t         bytes;
+};
+
+struct wbuf {
+    char       *mem;
+    uint32_t    seq;            /* 0: free */
+    uint32_t    used;
+    struct wbuf *next;          /* the writer's queue */
+};
+
+static struct {
+    bool               on;
+    int                fd;
+    uint64_t           size;
+    uint32_t           slab_size;
+    uint32_t           nslabs;
+    uint32_t           min_value;
+    bool               drop_unread;
+
+    pthread_mutex_t    lock;
+    pthread_cond_t     wcond;       /* the writer's queue, flash_sync */
+    struct flash_slot *slots;
+    struct wbuf       *wbufs;
+    uint32_t           nwbuf;
+    struct wbuf       *cur;         /* being filled */
+    struct wbuf       *whead, *wtail;
+    bool               writing;     /* the writer holds a buffer */
+    uint32_t           next_seq;
+    bool               stop;
+    pthread_t          writer;
+    bool               writer_started;
+
+    pthread_mutex_t    io_lock;
+    pthread_cond_t     io_cond;
+    struct flash_read *io_head, *io_tail;
+    uint64_t           io_queued;   /* io_lock held */
+    pthread_t         *io;
+    uint32_t           nio;
+
+    struct flash_stats st;          /* counters: lock held */
+    _Atomic uint64_t   objects_read, bytes_read, read_errors;
+} fl = { .fd = -1 };
+
+/* --- options --------------------------------------------------------------- */
+
+static flash_rstatus_t
+flash_err(char *err, size_t cap, flash_rstatus_t st, const char *fmt, const char *a)
+{
+    snprintf(err, cap, fmt, a);
+    return st;
+}
+
+flash_rstatus_t
+flash_parse_path(const char *spec, char *path, size_t cap, uint64_t *size,
+                 char *err, size_t errcap)
+{
+    const char *colon = strrchr(spec, ':');
+    if (colon == NULL || colon == spec || colon[1] == '\0') {
+        return flash_err(err, errcap, FLASH_EINVAL,
+                         "ext_path: '%s' is not FILE:SIZE (e.g. /var/cache/slabcache/flash:16G)", spec);
+    }
+    if ((size_t)(colon - spec) >= cap) {
+        return flash_err(err, errcap, FLASH_EINVAL, "ext_path: path too long: %s", spec);
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(colon + 1, &end, 10);
+    uint64_t mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1ull << 10; end++; break;
+    case 'm': case 'M': mult = 1ull << 20; end++; break;
+    case 'g': case 'G': mult = 1ull << 30; end++; break;
+    case 't': case 'T': mult = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (errno != 0 || end == colon + 1 || *end != '\0' || v == 0 || colon[1] == '-' ||
+        v > UINT64_MAX / mult) {
+        return flash_err(err, errcap, FLASH_EINVAL, "ext_path: bad size in '%s'", spec);
+    }
+    memcpy(path, spec, (size_t)(colon - spec));
+    path[colon - spec] = '\0';
+    *size = (uint64_t)v * mult;
+    return FLASH_OK;
+}
+
+/* --- setup ----------------------------------------------------------------- */
+
+static void *flash_writer_main(void *arg);
+static void *flash_io_main(void *arg);
+
+/* Open and size the file: a regular file is emptied, then sized (the file
+ * is a cache: nothing in it survives a restart); a device is used as is. */
+static flash_rstatus_t
+flash_open(const char *path, uint64_t size, char *err, size_t cap)
+{
+    struct stat sb;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        snprintf(err, cap, "ext_path: cannot open %s: %s", path, strerror(errno));
+        return FLASH_EIO;
+    }
+    if (fstat(fd, &sb) != 0) {
+        snprintf(err, cap, "ext_path: cannot stat %s: %s", path, strerror(errno));
+        close(fd);
+        return FLASH_EIO;
+    }
+    if (S_ISREG(sb.st_mode) &&
+        (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)size) != 0)) {
+        snprintf(err, cap, "ext_path: cannot size %s to %" PRIu64 " bytes: %s", path, size,
+                 strerror(errno));
+        close(fd);
+        return FLASH_EIO;
+    }
+    if (!S_ISREG(sb.st_mode) && !S_ISBLK(sb.st_mode) && !S_ISCHR(sb.st_mode)) {
+        snprintf(err, cap, "ext_path: %s is not a file or a device", path);
+        close(fd);
+        return FLASH_EINVAL;
+    }
+    fl.fd = fd;
+    return FLASH_OK;
+}
+
+static flash_rstatus_t
+flash_alloc(const struct flash_options *o)
+{
+    fl.slots = calloc(fl.nslabs, sizeof(*fl.slots));
+    fl.nwbuf = o->wbufs < 2 ? 2 : o->wbufs;
+    fl.wbufs = calloc(fl.nwbuf, sizeof(*fl.wbufs));
+    fl.nio = o->io_threads < 1 ? 1 : o->io_threads;
+    fl.io = calloc(fl.nio, sizeof(*fl.io));
+    if (fl.slots == NULL || fl.wbufs == NULL || fl.io == NULL) {
+        return FLASH_ENOMEM;
+    }
+    for (uint32_t i = 0; i < fl.nwbuf; i++) {
+        fl.wbufs[i].mem = calloc(1, fl.slab_size);
+        if (fl.wbufs[i].mem == NULL) {
+            return FLASH_ENOMEM;
+        }
+    }
+    return FLASH_OK;
+}
+
+static flash_rstatus_t
+flash_start_threads(void)
+{
+    if (pthread_create(&fl.writer, NULL, flash_writer_main, NULL) != 0) {
+        return FLASH_ENOMEM;
+    }
+    fl.writer_started = true;
+    for (uint32_t i = 0; i < fl.nio; i++) {
+        if (pthread_create(&fl.io[i], NULL, flash_io_main, NULL) != 0) {
+            fl.nio = i;
+            return FLASH_ENOMEM;
+        }
+    }
+    return FLASH_OK;
+}
+
+flash_rstatus_t
+flash_setup(const struct flash_options *o, char *err, size_t cap)
+{
+    flash_rstatus_t st;
+
+    if (fl.on) {
+        snprintf(err, cap, "flash: set up twice");
+        return FLASH_EINVAL;
+    }
+    if (o->slab_size < 4096 || o->size / o->slab_size < 2) {
+        snprintf(err, cap, "ext_path: %" PRIu64 " bytes is less than two flash slabs of %u bytes",
+                 o->size, o->slab_size);
+        return FLASH_EINVAL;
+    }
+    fl.size = o->size;
+    fl.slab_size = o->slab_size;
+    fl.nslabs = o->size / o->slab_size > UINT32_MAX / 2 ? UINT32_MAX / 2 :
+                (uint32_t)(o->size / o->slab_size);
+    fl.min_value = o->min_value;
+    fl.drop_unread = o->drop_unread;
+    fl.next_seq = 1;
+    pthread_mutex_init(&fl.lock, NULL);
+    pthread_cond_init(&fl.wcond, NULL);
+    pthread_mutex_init(&fl.io_lock, NULL);
+    pthread_cond_init(&fl.io_cond, NULL);
+    fl.on = true;               /* from here on, teardown undoes it */
+    if ((st = flash_open(o->path, o->size, err, cap)) != FLASH_OK) {
+        flash_teardown();
+        return st;
+    }
+    if (flash_alloc(o) != FLASH_OK || flash_start_threads() != FLASH_OK) {
+        snprintf(err, cap, "ext_path: out of memory for the flash tier's buffers");
+        flash_teardown();
+        return FLASH_ENOMEM;
+    }
+    fl.st.extstore_limit_maxbytes = (uint64_t)fl.nslabs * fl.slab_size;
+    return FLASH_OK;
+}
+
+void
+flash_teardown(void)
+{
+    if (!fl.on) {
+        return;
+    }
+    pthread_mutex_lock(&fl.lock);
+    fl.stop = true;
+    pthread_cond_broadcast(&fl.wcond);
+    pthread_mutex_unlock(&fl.lock);
+    pthread_mutex_lock(&fl.io_lock);
+    pthread_cond_broadcast(&fl.io_cond);
+    pthread_mutex_unlock(&fl.io_lock);
+    if (fl.writer_started) {
+        pthread_join(fl.writer, NULL);
+    }
+    for (uint32_t i = 0; i < fl.nio; i++) {
+        pthread_join(fl.io[i], NULL);
+    }
+    for (uint32_t i = 0; fl.wbufs != NULL && i < fl.nwbuf; i++) {
+        free(fl.wbufs[i].mem);
+    }
+    free(fl.wbufs);
+    free(fl.slots);
+    free(fl.io);
+    if (fl.fd >= 0) {
+        close(fl.fd);
+    }
+    pthread_mutex_destroy(&fl.lock);
+    pthread_cond_destroy(&fl.wcond);
+    pthread_mutex_destroy(&fl.io_lock);
+    pthread_cond_destroy(&fl.io_cond);
+    memset(&fl, 0, sizeof(fl));
+    fl.fd = -1;
+}
+
+bool
+flash_enabled(void)
+{
+    return fl.on;
+}
+
+uint32_t
+flash_min_value(void)
+{
+    return fl.min_value;
+}
+
+bool
+flash_drop_unread(void)
+{
+    return fl.drop_unread;
+}
+
+/* --- the log ---------------------------------------------------------------- */
+
+static inline struct flash_slot *
+slot_of(uint32_t seq)
+{
+    return &fl.slots[seq % fl.nslabs];
+}
+
+bool
+flash_loc_valid(const struct flash_loc *loc)
+{
+    if (!fl.on || loc->seq == 0) {
+        return false;
+    }
+    struct flash_slot *s = slot_of(loc->seq);
+    uint32_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+
+    return atomic_load_explicit(&s->seq, memory_order_acquire) == loc->seq &&
+           (st == SLOT_BUFFERED || st == SLOT_WRITING || st == SLOT_WRITTEN);
+}
+
+/* A buffer starts a new flash slab: its slot's previous slab dies (lock held). */
+static void
+wbuf_start(struct wbuf *w)
+{
+    w->seq = fl.next_seq++;
+    if (fl.next_seq == 0) {
+        fl.next_seq = 1;        /* 0 names no slab */
+    }
+    w->used = 0;
+    struct flash_slot *s = slot_of(w->seq);
+    uint32_t old = atomic_load(&s->state);
+    if (old == SLOT_WRITTEN || old == SLOT_BUFFERED || old == SLOT_WRITING) {
+        fl.st.extstore_page_evictions++;
+        fl.st.extstore_objects_evicted += s->nobj;
+        fl.st.extstore_bytes_evicted += s->bytes;
+    }
+    atomic_store_explicit(&s->seq, w->seq, memory_order_release);
+    atomic_store_explicit(&s->state, SLOT_BUFFERED, memory_order_release);
+    s->nobj = 0;
+    s->bytes = 0;
+    fl.st.extstore_page_allocs++;
+}
+
+/* Hand the buffer being filled to the writer (lock held). */
+static void
+wbuf_seal(void)
+{
+    struct wbuf *w = fl.cur;
+
+    if (w == NULL) {
+        return;
+    }
+    fl.cur = NULL;
+    w->next = NULL;
+    if (fl.wtail != NULL) {
+        fl.wtail->next = w;
+    } else {
+        fl.whead = w;
+    }
+    fl.wtail = w;
+    pthread_cond_broadcast(&fl.wcond);
+}
+
+static struct wbuf *
+wbuf_take_free(void)
+{
+    for (uint32_t i = 0; i < fl.nwbuf; i++) {
+        if (fl.wbufs[i].seq == 0) {
+            return &fl.wbufs[i];
+        }
+    }
+    return NULL;
+}
+
+static uint32_t
+rec_crc(const struct flash_rec *r, const char *key, const char *value)
+{
+    uint32_t h = hash_seeded((const char *)r + sizeof(r->crc), sizeof(*r) - sizeof(r->crc),
+                             FLASH_CRC_SEED);
+    h = hash_seeded(key, r->nkey, h);
+    return hash_seeded(value, r->nbytes, h);
+}
+
+static inline uint32_t
+rec_len(uint32_t nkey, uint32_t nbytes)
+{
+    uint64_t n = sizeof(struct flash_rec) + (uint64_t)nkey + nbytes;
+    n = (n + FLASH_ALIGN - 1) & ~(uint64_t)(FLASH_ALIGN - 1);
+    return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+bool
+flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
+             uint32_t flags, uint64_t cas, struct flash_loc *out)
+{
+    uint32_t len = rec_len(nkey, nbytes);
+
+    if (!fl.on || len > fl.slab_size) {
+        return false;
+    }
+    pthread_mutex_lock(&fl.lock);
+    if (fl.cur != NULL && fl.cur->used + len > fl.slab_size) {
+        wbuf_seal();
+    }
+    if (fl.cur == NULL) {
+        fl.cur = wbuf_take_free();
+        if (fl.cur == NULL) {
+            fl.st.extstore_wbuf_full++;
+            pthread_mutex_unlock(&fl.lock);
+            return false;
+        }
+        wbuf_start(fl.cur);
+    }
+    struct wbuf *w = fl.cur;
+    struct flash_rec r = { .nbytes = nbytes, .cas = cas, .flags = flags, .nkey = nkey };
+    char *p = w->mem + w->used;
+    memcpy(p + sizeof(r), key, nkey);
+    memcpy(p + sizeof(r) + nkey, value, nbytes);
+    r.crc = rec_crc(&r, key, value);
+    memcpy(p, &r, sizeof(r));
+    out->seq = w->seq;
+    out->off = w->used;
+    w->used += len;
+    struct flash_slot *s = slot_of(w->seq);
+    s->nobj++;
+    s->bytes += len;
+    fl.st.extstore_objects_written++;
+    fl.st.extstore_bytes_written += len;
+    pthread_mutex_unlock(&fl.lock);
+    return true;
+}
+
+/* --- the writer -------------------------------------------------------------- */
+
+static void
+writer_write(struct wbuf *w)
+{
+    struct flash_slot *s = slot_of(w->seq);
+    uint64_t len = ((uint64_t)w->used + FLASH_WRITE_UNIT - 1) & ~(uint64_t)(FLASH_WRITE_UNIT - 1);
+    off_t at = (off_t)(w->seq % fl.nslabs) * fl.slab_size;
+    uint32_t expect = SLOT_BUFFERED;
+    size_t done = 0;
+
+    if (len > fl.slab_size) {
+        len = fl.slab_size;
+    }
+    memset(w->mem + w->used, 0, (size_t)(len - w->used));
+    atomic_compare_exchange_strong(&s->state, &expect, SLOT_WRITING);
+    while (done < len) {
+        ssize_t n = pwrite(fl.fd, w->mem + done, (size_t)(len - done), at + (off_t)done);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        done += (size_t)n;
+    }
+    pthread_mutex_lock(&fl.lock);
+    if (atomic_load(&s->seq) == w->seq) {
+        atomic_store_explicit(&s->state, done == len ? SLOT_WRITTEN : SLOT_FAILED,
+                              memory_order_release);
+    }
+    if (done != len) {
+        fl.st.extstore_write_errors++;
+    }
+    w->seq = 0;                 /* free again */
+    fl.writing = false;
+    pthread_cond_broadcast(&fl.wcond);
+    pthread_mutex_unlock(&fl.lock);
+}
+
+static void *
+flash_writer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&fl.lock);
+    for (;;) {
+        while (fl.whead == NULL && !fl.stop) {
+            pthread_cond_wait(&fl.wcond, &fl.lock);
+        }
+        if (fl.whead == NULL) {
+            break;
+        }
+        struct wbuf *w = fl.whead;
+        fl.whead = w->next;
+        if (fl.whead == NULL) {
+            fl.wtail = NULL;
+        }
+        fl.writing = true;
+        pthread_mutex_unlock(&fl.lock);
+        writer_write(w);
+        pthread_mutex_lock(&fl.lock);
+    }
+    pthread_mutex_unlock(&fl.lock);
+    return NULL;
+}
+
+void
+flash_sync(void)
+{
+    if (!fl.on) {
+        return;
+    }
+    pthread_mutex_lock(&fl.lock);
+    wbuf_seal();
+    while (fl.whead != NULL || fl.writing) {
+        pthread_cond_wait(&fl.wcond, &fl.lock);
+    }
+    pthread_mutex_unlock(&fl.lock);
+}
+
+/* --- reads ------------------------------------------------------------------- */
+
+static struct wbuf *
+wbuf_holding(uint32_t seq)
+{
+    for (uint32_t i = 0; i < fl.nwbuf; i++) {
+        if (fl.wbufs[i].seq == seq) {
+            return &fl.wbufs[i];
+        }
+    }
+    return NULL;
+}
+
+/* Is this the record asked for, intact? */
+static flash_read_status_t
+rec_check(const struct flash_read *r, const struct flash_rec *h, const char *key)
+{
+    if (h->nkey != r->nkey || h->nbytes != r->nbytes || h->cas != r->cas ||
+        memcmp(key, r->key, r->nkey) != 0 || rec_crc(h, key, r->dst) != h->crc) {
+        return FLASH_READ_BADCRC;
+    }
+    return FLASH_READ_OK;
+}
+
+/* A record still in a write buffer: 1 copied, 0 not buffered (lock held). */
+static int
+read_buffered(struct flash_read *r, struct flash_rec *h, char *key)
+{
+    struct wbuf *w = wbuf_holding(r->loc.seq);
+    uint64_t end = (uint64_t)r->loc.off + sizeof(*h) + r->nkey + r->nbytes;
+
+    if (w == NULL) {
+        return 0;
+    }
+    if (end > w->used) {
+        return -1;
+    }
+    memcpy(h, w->mem + r->loc.off, sizeof(*h));
+    memcpy(key, w->mem + r->loc.off + sizeof(*h), r->nkey);
+    memcpy(r->dst, w->mem + r->loc.off + sizeof(*h) + r->nkey, r->nbytes);
+    return 1;
+}
+
+static flash_read_status_t
+read_device(struct flash_read *r, struct flash_rec *h, char *key)
+{
+    struct iovec iov[3] = {
+        { h, sizeof(*h) }, { key, r->nkey }, { r->dst, r->nbytes },
+    };
+    size_t want = sizeof(*h) + r->nkey + r->nbytes;
+    off_t at = (off_t)(r->loc.seq % fl.nslabs) * fl.slab_size + r->loc.off;
+    ssize_t n;
+
+    if ((uint64_t)r->loc.off + want > fl.slab_size) {
+        return FLASH_READ_BADCRC;
+    }
+    do {
+        n = preadv(fl.fd, iov, 3, at);
+    } while (n < 0 && errno == EINTR);
+    if (!flash_loc_valid(&r->loc)) {
+        return FLASH_READ_GONE;     /* reclaimed while it was read */
+    }
+    if (n < 0 || (size_t)n != want) {
+        atomic_fetch_add(&fl.read_errors, 1);
+        return FLASH_READ_EIO;
+    }
+    return FLASH_READ_OK;
+}
+
+flash_read_status_t
+flash_read_sync(struct flash_read *r)
+{
+    struct flash_rec h;
+    char key[256];
+    flash_read_status_t st;
+
+    if (!flash_loc_valid(&r->loc)) {
+        return r->status = FLASH_READ_GONE;
+    }
+    pthread_mutex_lock(&fl.lock);
+    int buffered = read_buffered(r, &h, key);
+    pthread_mutex_unlock(&fl.lock);
+    if (buffered < 0) {
+        return r->status = FLASH_READ_BADCRC;
+    }
+    st = buffered ? FLASH_READ_OK : read_device(r, &h, key);
+    if (st == FLASH_READ_OK) {
+        st = rec_check(r, &h, key);
+    }
+    if (st == FLASH_READ_OK) {
+        atomic_fetch_add(&fl.objects_read, 1);
+        atomic_fetch_add(&fl.bytes_read, sizeof(h) + r->nkey + r->nbytes);
+    }
+    return r->status = st;
+}
+
+void
+flash_read_submit(struct flash_read *r)
+{
+    r->next = NULL;
+    pthread_mutex_lock(&fl.io_lock);
+    if (fl.io_tail != NULL) {
+        fl.io_tail->next = r;
+    } else {
+        fl.io_head = r;
+    }
+    fl.io_tail = r;
+    fl.io_queued++;
+    pthread_cond_signal(&fl.io_cond);
+    pthread_mutex_unlock(&fl.io_lock);
+}
+
+static void *
+flash_io_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&fl.io_lock);
+    for (;;) {
+        while (fl.io_head == NULL && !fl.stop) {
+            pthread_cond_wait(&fl.io_cond, &fl.io_lock);
+        }
+        if (fl.io_head == NULL) {
+            break;
+        }
+        struct flash_read *r = fl.io_head;
+        fl.io_head = r->next;
+        if (fl.io_head == NULL) {
+            fl.io_tail = NULL;
+        }
+        fl.io_queued--;
+        pthread_mutex_unlock(&fl.io_lock);
+        flash_read_sync(r);
+        r->done(r);
+        pthread_mutex_lock(&fl.io_lock);
+    }
+    pthread_mutex_unlock(&fl.io_lock);
+    return NULL;
+}
+
+/* --- stats ------------------------------------------------------------------- */
+
+void
+flash_get_stats(struct flash_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!fl.on) {
+        return;
+    }
+    pthread_mutex_lock(&fl.lock);
+    *out = fl.st;
+    uint64_t used = 0;
+    for (uint32_t i = 0; i < fl.nslabs; i++) {
+        uint32_t st = atomic_load(&fl.slots[i].state);
+        used += st == SLOT_BUFFERED || st == SLOT_WRITING || st == SLOT_WRITTEN;
+    }
+    pthread_mutex_unlock(&fl.lock);
+    pthread_mutex_lock(&fl.io_lock);
+    out->extstore_io_queue = fl.io_queued;
+    pthread_mutex_unlock(&fl.io_lock);
+    out->extstore_pages_used = used;
+    out->extstore_pages_free = fl.nslabs - used;
+    out->extstore_objects_read = atomic_load(&fl.objects_read);
+    out->extstore_bytes_read = atomic_load(&fl.bytes_read);
+    out->extstore_read_errors = atomic_load(&fl.read_errors);
+}

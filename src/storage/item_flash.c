@@ -1,0 +1,125 @@
+/*
+ * item_flash.c -- items and the flash tier (flash.h): an item evicted from
+ * RAM is appended to the flash log and replaced, in its hash chain, by a
+ * stub: the same header (key, flags, exptime, CAS, value length) with a
+ * struct flash_loc where the value was. Lookups, touch, delete, overwrite,
+ * expiry and flush_all treat a stub as the item it stands for; only what
+ * reads the value (a fetch, append, incr) needs the record.
+ *
+ * The stub's chunk is taken while the evicting thread holds the victim's
+ * partition and class locks, so it can only try the stub's class lock
+ * (two class locks are never waited for together) and take a free chunk
+ * or a fresh slab under -m; it never evicts. When that fails the item is
+ * dropped as before, and the stub's class is named for the cache layer
+ * (item_flash_stub_wanted), which makes room there with the eviction
+ * policies, holding no lock.
+ */
+#include "item.h"
+
+#include <assert.h>
+#include <string.h>
+
+#include "assoc.h"
+#include "flash.h"
+#include "item_int.h"
+#include "slab.h"
+
+static _Atomic uint8_t stub_wanted;
+
+uint8_t
+item_flash_stub_wanted(void)
+{
+    if (atomic_load_explicit(&stub_wanted, memory_order_relaxed) == 0) {
+        return 0;
+    }
+    return atomic_exchange(&stub_wanted, 0);
+}
+
+/* Is it one to keep? Values below ext_item_size, stubs, and (with
+ * ext_drop_unread) items never read are not. */
+static bool
+flash_keeps(struct item *it, uint8_t f)
+{
+    return flash_enabled() && !(f & ITEM_FLASH) && item_vlen(it) >= flash_min_value() &&
+           (!flash_drop_unread() || (f & ITEM_FETCHED));
+}
+
+/* A chunk for the stub of a key of nkey bytes, or NULL (class busy or
+ * full: then wanted). */
+static struct item *
+stub_alloc(uint8_t nkey, uint8_t victim_cls)
+{
+    uint8_t cls = item_class_of(nkey, sizeof(struct flash_loc) - 2);
+    uint32_t sid;
+
+    if (cls == 0 || cls == victim_cls) {
+        return NULL;
+    }
+    struct item *stub = slab_try_alloc(cls, &sid);
+    if (stub == NULL) {
+        atomic_store_explicit(&stub_wanted, cls, memory_order_relaxed);
+    }
+    return stub;
+}
+
+bool
+item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
+{
+    uint8_t f = item_iflags(it);
+    uint8_t nkey = item_nkey(it);
+    struct flash_loc loc;
+
+    (void)now;
+    if (!flash_keeps(it, f)) {
+        return false;
+    }
+    /* The record first: if no stub can be had after it, only flash space
+     * is wasted, and no chunk has to be given back under these locks. */
+    if (!flash_append(item_key(it), nkey, item_value(it), it->nbytes, it->flags,
+                      item_cas(it), &loc)) {
+        return false;
+    }
+    struct item *stub = stub_alloc(nkey, slab_cls_of(it));
+    if (stub == NULL) {
+        return false;
+    }
+    stub->h_next = SLAB_HANDLE_NONE;
+    stub->time = it->time;
+    stub->exptime = it->exptime;
+    stub->nbytes = it->nbytes;
+    stub->flags = it->flags;
+    atomic_store_explicit(&stub->cas_key, atomic_load(&it->cas_key), memory_order_relaxed);
+    memcpy(item_key(stub), item_key(it), nkey);
+    memcpy(stub->data + nkey, &loc, sizeof(loc));
+    /* Linked, with the table's reference; it keeps no ITEM_ACTIVE (it was
+     * cold enough to be evicted). */
+    uint8_t keep = f & (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
+    atomic_store(&stub->refs, ((uint32_t)(keep | ITEM_LINKED | ITEM_FLASH) << ITEM_REF_BITS) | 1u);
+    /* it is linked and its partition locked: it is in the chain. */
+    bool replaced = assoc_replace(it, stub, hv);
+    assert(replaced);
+    (void)replaced;
+    /* The victim leaves the table as an unlink would; the stub joins it. */
+    struct item_class_state *vl = class_state_of(it), *sl = class_state_of(stub);
+    item_iflags_clear(it, ITEM_LINKED);
+    atomic_fetch_sub_explicit(&vl->number, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&vl->bytes, item_ntotal(it), memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->number, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->bytes, item_ntotal(stub), memory_order_relaxed);
+    item_note_ttl(slab_cls_of(stub), stub->exptime);
+    return true;
+}
+
+bool
+item_flash_read_init(struct item *it, struct flash_read *r)
+{
+    if (!(item_iflags(it) & ITEM_FLASH)) {
+        return false;
+    }
+    r->loc = item_flash_loc(it);
+    r->nkey = item_nkey(it);
+    memcpy(r->key, item_key(it), r->nkey);
+    r->nbytes = it->nbytes;
+    r->cas = item_cas(it);
+    return true;
+}
