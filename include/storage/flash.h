@@ -61,6 +61,7 @@ flash_rstatus_t flash_setup(const struct flash_options *o, char *err, size_t err
 void            flash_teardown(void);
 bool            flash_enabled(void);
 uint32_t        flash_min_value(void);
+uint32_t        flash_slab_size(void);
 bool            flash_drop_unread(void);
 
 /*

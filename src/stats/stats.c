@@ -606,6 +606,16 @@ emit_slabs(stats_emit_fn emit, void *ctx)
     }
     emit_u64(emit, ctx, "active_slabs", active);
     emit_u64(emit, ctx, "total_malloced", slab_malloced());
+    if (flash_enabled()) {
+        /* The flash tier's slabs (slabcache's own lines). */
+        struct flash_stats fs;
+        flash_get_stats(&fs);
+        emit_u64(emit, ctx, "flash_slab_size", flash_slab_size());
+        emit_u64(emit, ctx, "flash_slabs", fs.extstore_pages_used + fs.extstore_pages_free);
+        emit_u64(emit, ctx, "flash_slabs_used", fs.extstore_pages_used);
+        emit_u64(emit, ctx, "flash_slabs_written", fs.extstore_page_allocs);
+        emit_u64(emit, ctx, "flash_slabs_reclaimed", fs.extstore_page_evictions);
+    }
 }
 
 static void

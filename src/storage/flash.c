@@ -297,6 +297,12 @@ flash_enabled(void)
 }
 
 uint32_t
+flash_slab_size(void)
+{
+    return fl.slab_size;
+}
+
+uint32_t
 flash_min_value(void)
 {
     return fl.min_value;

@@ -176,6 +176,90 @@ START_TEST(test_free_releases_unsent)
 }
 END_TEST
 
+/* A waiting answer holds back what follows it until it is ready; ready
+ * with fewer bytes (a miss) takes the rest back, and marks after it move. */
+START_TEST(test_waiting_answer_keeps_order)
+{
+    struct outq q;
+    int fds[2];
+    char got[256], slot[32] = "VALUE f 0 3\r\nabc\r\nEN\r\n";
+
+    memset(released, 0, sizeof(released));
+    pair(fds, 0);
+    outq_init(&q, release);
+    ck_assert_int_eq(outq_add(&q, "first\r\n", 7), 0);
+    int64_t w = outq_add_wait(&q, slot, 22, (void *)(intptr_t)2);
+    ck_assert_int_ge(w, 0);
+    ck_assert_int_eq(outq_add(&q, "after\r\n", 7), 0);
+    ck_assert_uint_eq(outq_sendable(&q), 7);
+    ck_assert_int_eq(outq_write(&q, fds[0]), 7);
+    ck_assert_uint_eq(outq_sendable(&q), 0);
+    ck_assert_uint_eq(outq_pending(&q), 29);
+    ck_assert_int_eq(outq_write(&q, fds[0]), 0);
+    /* The read missed: the answer is the 4 bytes the caller put first. */
+    memmove(slot, slot + 18, 4);
+    outq_ready(&q, (uint32_t)w, 4);
+    ck_assert_uint_eq(outq_pending(&q), 11);
+    ck_assert_int_eq(outq_write(&q, fds[0]), 11);
+    size_t n = drain(fds[1], got, sizeof(got));
+    ck_assert_uint_eq(n, 18);
+    ck_assert_int_eq(memcmp(got, "first\r\nEN\r\nafter\r\n", 18), 0);
+    ck_assert_int_eq(released[2], 1);
+    outq_free(&q);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
+START_TEST(test_waiting_answers_and_marks)
+{
+    struct outq q;
+    char slot1[8] = "AAAAAAAA", slot2[8] = "BBBBBBBB";
+    uint64_t mark;
+
+    memset(released, 0, sizeof(released));
+    outq_init(&q, release);
+    int64_t w1 = outq_add_wait(&q, slot1, 8, (void *)(intptr_t)3);
+    int64_t w2 = outq_add_wait(&q, slot2, 8, (void *)(intptr_t)4);
+    mark = outq_mark(&q);
+    outq_track(&q, &mark);
+    outq_hold(&q, mark);
+    ck_assert_int_eq(outq_add(&q, "tail", 4), 0);
+    /* The second is ready first: still nothing may go. */
+    outq_ready(&q, (uint32_t)w2, 8);
+    ck_assert_uint_eq(outq_sendable(&q), 0);
+    /* The first shrinks by 6: the mark and the hold move with their bytes. */
+    outq_ready(&q, (uint32_t)w1, 2);
+    ck_assert_uint_eq(mark, 10);
+    ck_assert_uint_eq(q.hold, 10);
+    ck_assert_uint_eq(outq_sendable(&q), 10);
+    /* Rolling back to the tracked mark takes back exactly "tail". */
+    ck_assert_int_eq(outq_rollback(&q, mark), 0);
+    ck_assert_uint_eq(outq_pending(&q), 10);
+    outq_free(&q);
+    ck_assert_int_eq(released[3], 1);
+    ck_assert_int_eq(released[4], 1);
+}
+END_TEST
+
+START_TEST(test_rollback_releases_a_waiting_answer)
+{
+    struct outq q;
+    char slot[8] = "CCCCCCCC";
+
+    memset(released, 0, sizeof(released));
+    outq_init(&q, release);
+    ck_assert_int_eq(outq_add(&q, "x", 1), 0);
+    uint64_t mark = outq_mark(&q);
+    ck_assert_int_ge(outq_add_wait(&q, slot, 8, (void *)(intptr_t)5), 0);
+    ck_assert_int_eq(outq_rollback(&q, mark), 0);
+    ck_assert_int_eq(released[5], 1);
+    ck_assert_uint_eq(q.nwait, 0);
+    ck_assert_uint_eq(outq_sendable(&q), 1);
+    outq_free(&q);
+}
+END_TEST
+
 static Suite *
 outq_suite(void)
 {
@@ -186,6 +270,9 @@ outq_suite(void)
     tcase_add_test(tc, test_partial_writes_keep_order);
     tcase_add_test(tc, test_free_releases_unsent);
     tcase_add_test(tc, test_rollback_takes_back_unsent_tail);
+    tcase_add_test(tc, test_waiting_answer_keeps_order);
+    tcase_add_test(tc, test_waiting_answers_and_marks);
+    tcase_add_test(tc, test_rollback_releases_a_waiting_answer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,843 @@
+#!/usr/bin/env python3
+"""The flash tier (`-o ext_path=FILE:SIZE`, memcached 1.6.18's extstore),
+black box: what a client sees when RAM (-m 8) overflows into a file.
+
+Why: a value that leaves RAM for the file and comes back is copied, framed
+and indexed twice; any slip there returns a wrong value, which a cache must
+never do (a miss is always allowed, a wrong value never). Every value below
+carries its key, a hash of its key and a version, repeated over 4 KB, so a
+torn, stale or foreign value is caught byte for byte.
+
+  - load: 6,000 x 4 KB through 4 connections (about 3x RAM), read back;
+    extstore_* and get_extstore stats move;
+  - churn: writers overwrite random keys while readers read; every value
+    read is one that was written for that key;
+  - flash-resident items (pushed out of RAM by 12 MB written after them,
+    then read once with get_extstore rising): overwrite, delete, touch, mg t,
+    expiry, flush_all, gets/cas, mg v f t s c k, gat, binary GET,
+    append/prepend (NOT_STORED, as memcached), pipelined gets and meta in
+    request order;
+  - wrap: an 8 MB file takes 80 MB of writes; no wrong value;
+  - options: ext_* tuning accepted and shown in `stats settings`; bad
+    ext_path / refused ext_* options exit with one line (slabcache only);
+  - restart on the same file: everything misses (the file is a cache);
+  - faults (slabcache only): the file truncated under the server; a file
+    that cannot be written (/dev/full).
+
+Against memcached (SLABCACHE=/usr/bin/memcached) the shared checks run too,
+with two adjustments, both because of memcached, not the behaviour tested:
+  - memcached gets `-o ext_page_size=2,ext_wbuf_size=2` before ext_path. Its
+    default page is 64 MB, so `ext_path=F:64m` is ONE page and memcached
+    then never writes anything (extstore_objects_written stays 0); an 8 MB
+    file would be no page at all. slabcache's flash slabs are 1 MB and take
+    no such option.
+  - memcached's writer is a background thread that lags the sets, so it
+    evicts some items from RAM before they reach the file (the load test's
+    hit ratio is 0.72..0.99 from run to run): hit ratios and figures that
+    depend on that lag are printed for memcached and asserted for slabcache
+    only (see soft_check). The 12 MB pushes that move a key to flash are
+    paced for memcached (MEMCACHED_PACE); unpaced, a push into full RAM
+    evicts every item set since the previous push.
+
+The flash files live in a temporary directory under $FLASH_TEST_DIR if set,
+else beside the binary under test (the build directory) when that is
+writable and is not memcached's system directory, else the system temp
+directory; it is removed at exit.
+
+Run: SLABCACHE=path/to/binary python3 tests/integration/test_flash.py [test..]
+"""
+
+import atexit
+import hashlib
+import itertools
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sclib  # noqa
+from sclib import (HOST, Server, check, eq, free_port, is_memcached, is_slabcache,  # noqa
+                   require_binary, run_all, server_binary, slabcache_only,
+                   test)
+
+VALUE_SIZE = 4096
+RAM_MB = "8"
+FILE_SIZE = "64m"
+BATCH = 50                  # sets per pipelined write
+# 20 MB written after a key pushes it out of RAM: 2.5x RAM, as a key read
+# since the CLOCK hand last passed it gets a second turn (up to 2x RAM of
+# allocations before it is evicted).
+PUSH_ITEMS = 5000
+WRITER_SETTLE = 4.0         # max seconds to wait for memcached's writer
+EX_USAGE = 64               # slabcache's exit status for a bad option value
+
+# memcached only: pages small enough that a 64 MB (and an 8 MB) file has
+# several (see the module docstring). Must come before ext_path.
+MEMCACHED_TUNING = ["-o", "ext_page_size=2,ext_wbuf_size=2"]
+# memcached only: pause between batches of a push (2 ms per 200 KB is
+# enough for its writer to keep up; without it a second push into full RAM
+# evicts instead of writing to flash).
+MEMCACHED_PACE = 0.002
+
+
+# --------------------------------------------------------------------------
+# flash files
+# --------------------------------------------------------------------------
+
+_TMPDIR = []
+
+
+def _flash_parent():
+    env = os.environ.get("FLASH_TEST_DIR")
+    if env:
+        return env
+    bindir = os.path.dirname(os.path.abspath(server_binary()))
+    # never litter a system directory (memcached is /usr/bin/memcached)
+    if not is_memcached() and os.access(bindir, os.W_OK):
+        return bindir
+    return tempfile.gettempdir()
+
+
+def _cleanup():
+    sclib.reap_all()          # memcached servers stopped without waiting
+    while _TMPDIR:
+        shutil.rmtree(_TMPDIR.pop(), ignore_errors=True)
+
+
+def flash_path(name):
+    """A fresh path (not yet created) in this run's temporary directory."""
+    if not _TMPDIR:
+        _TMPDIR.append(tempfile.mkdtemp(prefix="flash-test-",
+                                        dir=_flash_parent()))
+        atexit.register(_cleanup)
+    path = os.path.join(_TMPDIR[0], name)
+    if os.path.exists(path):
+        os.unlink(path)
+    return path
+
+
+def ext_args(path, size=FILE_SIZE, more=""):
+    """-o arguments for a flash file (memcached gets its page tuning)."""
+    opt = "ext_path=%s:%s" % (path, size) + ("," + more if more else "")
+    return (MEMCACHED_TUNING if is_memcached() else []) + ["-o", opt]
+
+
+def flash_server(name, size=FILE_SIZE, more=""):
+    """A Server with -m 8 and a flash file named `name`."""
+    return Server("-m", RAM_MB, *ext_args(flash_path(name), size, more))
+
+
+# --------------------------------------------------------------------------
+# values: key, hash of key and version, repeated to 4 KB
+# --------------------------------------------------------------------------
+
+def value_for(key, ver, size=VALUE_SIZE):
+    if isinstance(key, str):
+        key = key.encode()
+    unit = b"%s|%s|v%07d;" % (key, hashlib.sha1(key).hexdigest().encode(),
+                              ver)
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def version_of(key, val):
+    """The version a value claims, or None if it is not a well-formed value
+    for `key` (torn, foreign, garbage)."""
+    m = re.match(rb"([^|]+)\|[0-9a-f]{40}\|v(\d{7});", val)
+    if not m:
+        return None
+    ver = int(m.group(2))
+    return ver if val == value_for(key, ver, len(val)) else None
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+
+def stat(c, name):
+    return int(c.stats().get(name, "0"))
+
+
+def soft_check(cond, msg):
+    """Assert for slabcache; print for memcached (whose background writer
+    lags, so the figure depends on timing)."""
+    if is_memcached():
+        print("     memcached: %s: %s" % (msg, "yes" if cond else "NO"))
+    else:
+        check(cond, msg)
+
+
+def set_pipelined(c, items, exptime=0, flags=0, pace=0.0):
+    """items: list of (key, value bytes); pipelined in batches (`pace` s
+    apart); all STORED."""
+    for i in range(0, len(items), BATCH):
+        if pace and i:
+            time.sleep(pace)
+        chunk = items[i:i + BATCH]
+        c.send(b"".join(b"set %s %d %d %d\r\n%s\r\n"
+                        % (k.encode(), flags, exptime, len(v), v)
+                        for k, v in chunk))
+        for k, _v in chunk:
+            eq(c.read_line(), b"STORED", "set " + k)
+
+
+def wait_writer(c, timeout=WRITER_SETTLE):
+    """Poll extstore_objects_written until it stops moving (3 polls 0.1 s
+    apart) or `timeout`; return (objects written, seconds waited)."""
+    t0 = time.monotonic()
+    last, same = -1, 0
+    while time.monotonic() - t0 < timeout:
+        n = stat(c, "extstore_objects_written")
+        same = same + 1 if n == last else 0
+        if same >= 2:
+            break
+        last = n
+        time.sleep(0.1)
+    return last, time.monotonic() - t0
+
+
+def push_to_flash(c, tag, n=PUSH_ITEMS):
+    """Write n x 4 KB of other data so that what was set before leaves RAM
+    (for the file, as it is 1.5x RAM); wait for the writer. Paced for
+    memcached, whose writer otherwise lags so far behind a burst into full
+    RAM that it evicts everything set since the last push."""
+    filler = b"f" * VALUE_SIZE
+    set_pipelined(c, [("fill:%s:%d" % (tag, i), filler) for i in range(n)],
+                  pace=MEMCACHED_PACE if is_memcached() else 0.0)
+    return wait_writer(c)
+
+
+def get_counting(c, key):
+    """(value or None, how much get_extstore rose for this one get)."""
+    before = stat(c, "get_extstore")
+    v = c.get(key)
+    return v, stat(c, "get_extstore") - before
+
+
+def expect_from_flash(c, key, want):
+    """The key's first read after a push: exact value, served from flash."""
+    v, d = get_counting(c, key)
+    check(v is not None, "%s missing after push (evicted, never on flash?)"
+          % key)
+    eq(v, want, "value of flash-resident " + key)
+    check(d >= 1, "%s was not read from flash (get_extstore +%d)" % (key, d))
+
+
+def read_all(c, keys, batch=100):
+    """dict key -> value for every hit."""
+    out = {}
+    for i in range(0, len(keys), batch):
+        got = c.get_multi(keys[i:i + batch])
+        out.update((k, v[0]) for k, v in got.items())
+    return out
+
+
+def check_ext_stats(c, names):
+    st = c.stats()
+    for n in names:
+        check(int(st.get(n, "0")) > 0, "stats %s > 0 (got %r)"
+              % (n, st.get(n)))
+    return st
+
+
+# --------------------------------------------------------------------------
+# load and churn
+# --------------------------------------------------------------------------
+
+@test
+def load_overflows_into_flash():
+    """6,000 x 4 KB (3x RAM) through 4 connections; read back exact."""
+    n, conns = 6000, 4
+    keys = ["ld:%05d" % i for i in range(n)]
+    latest = {}
+    errors = []
+    with flash_server("load") as s:
+        def writer(t):
+            try:
+                with s.client(timeout=10) as c:
+                    mine = keys[t::conns]
+                    set_pipelined(c, [(k, value_for(k, 1)) for k in mine])
+                    for k in mine:
+                        latest[k] = 1
+                    # a second version of every 7th key: the older copy may
+                    # already be on flash and must never come back
+                    again = mine[::7]
+                    set_pipelined(c, [(k, value_for(k, 2)) for k in again])
+                    for k in again:
+                        latest[k] = 2
+            except Exception as e:  # reported by the main thread
+                errors.append("writer %d: %r" % (t, e))
+        threads = [threading.Thread(target=writer, args=(t,))
+                   for t in range(conns)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        check(not errors, "; ".join(errors))
+        with s.client(timeout=10) as c:
+            written, lag = wait_writer(c)
+            print("     wrote %d x 4 KB in %.2fs; writer settled after "
+                  "%.2fs at %d objects" % (n + len(keys[::7]),
+                                           time.monotonic() - t0 - lag, lag,
+                                           written))
+            got = read_all(c, keys)
+            for k, v in got.items():
+                eq(v, value_for(k, latest[k]), "value of " + k)
+            ratio = len(got) / n
+            print("     hit ratio %.3f (%d/%d)" % (ratio, len(got), n))
+            soft_check(ratio >= 0.9, "hit ratio %.3f >= 0.9" % ratio)
+            st = check_ext_stats(c, [
+                "extstore_objects_written", "extstore_bytes_written",
+                "get_extstore", "extstore_objects_read",
+                "extstore_bytes_read"])
+            print("     " + " ".join("%s=%s" % (k, st[k]) for k in (
+                "get_extstore", "extstore_objects_written", "evictions")))
+        check(s.alive(), "server alive")
+
+
+@test
+def churn_values_stay_exact():
+    """Writers bump versions of random keys while readers read; every value
+    read is a version written for that key; afterwards, the latest one."""
+    nkeys, nwriters, nreaders, seconds = 3000, 2, 2, 3.0
+    keys = ["ch:%04d" % i for i in range(nkeys)]
+    written = {k: {0} for k in keys}       # versions ever sent, per key
+    latest = {k: 0 for k in keys}          # owner's last STORED version
+    counter = itertools.count(1)
+    stop = threading.Event()
+    errors, reads = [], [0, 0]             # [values checked, keys asked]
+    with flash_server("churn") as s:
+        with s.client(timeout=10) as c:
+            set_pipelined(c, [(k, value_for(k, 0)) for k in keys])  # 12 MB
+            wait_writer(c)
+            ge0 = stat(c, "get_extstore")
+
+        def writer(w):
+            rnd = random.Random(w)
+            mine = keys[w::nwriters]          # each key has one writer
+            try:
+                with s.client(timeout=10) as c:
+                    while not stop.is_set():
+                        batch = [(k, next(counter))
+                                 for k in rnd.sample(mine, 10)]
+                        for k, ver in batch:
+                            written[k].add(ver)   # before it can be read
+                        set_pipelined(c, [(k, value_for(k, ver))
+                                          for k, ver in batch])
+                        for k, ver in batch:
+                            latest[k] = ver
+            except Exception as e:
+                errors.append("writer %d: %r" % (w, e))
+
+        def reader(r):
+            rnd = random.Random(100 + r)
+            try:
+                with s.client(timeout=10) as c:
+                    while not stop.is_set():
+                        ask = rnd.sample(keys, 20)
+                        for k, (v, _f, _c) in c.get_multi(ask).items():
+                            ver = version_of(k, v)
+                            if ver is None or ver not in written[k]:
+                                errors.append("read %s: bad value %r..."
+                                              % (k, v[:60]))
+                            reads[0] += 1
+                        reads[1] += len(ask)
+            except Exception as e:
+                errors.append("reader %d: %r" % (r, e))
+
+        threads = ([threading.Thread(target=writer, args=(w,))
+                    for w in range(nwriters)] +
+                   [threading.Thread(target=reader, args=(r,))
+                    for r in range(nreaders)])
+        for t in threads:
+            t.start()
+        time.sleep(seconds)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        check(not any(t.is_alive() for t in threads), "threads stuck")
+        check(not errors, "%d errors, first: %s" % (len(errors), errors[:3]))
+        with s.client(timeout=10) as c:
+            ge = stat(c, "get_extstore") - ge0
+            print("     %d writes, %d/%d reads hit, get_extstore +%d"
+                  % (next(counter) - 1, reads[0], reads[1], ge))
+            check(reads[0] > 0, "some reads hit")
+            check(ge > 0, "churn read values back from flash")
+            wait_writer(c)
+            got = read_all(c, keys)
+            for k, v in got.items():
+                eq(v, value_for(k, latest[k]), "final value of " + k)
+        check(s.alive(), "server alive")
+
+
+# --------------------------------------------------------------------------
+# flash-resident items
+# --------------------------------------------------------------------------
+
+@test
+def flashed_overwrite():
+    a, b = value_for("ow1", 1), value_for("ow2", 1)
+    with flash_server("overwrite") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("ow1", a), ("ow2", b)])
+        push_to_flash(c, "1")
+        expect_from_flash(c, "ow1", a)            # read, then overwrite
+        eq(c.set("ow1", value_for("ow1", 2)), "STORED")
+        eq(c.get("ow1"), value_for("ow1", 2), "ow1 after overwrite")
+        eq(c.set("ow2", value_for("ow2", 2)), "STORED")   # never read
+        eq(c.get("ow2"), value_for("ow2", 2), "ow2 after overwrite")
+        # the new values go to flash in turn; the old copies stay dead
+        push_to_flash(c, "2")
+        expect_from_flash(c, "ow1", value_for("ow1", 2))
+        expect_from_flash(c, "ow2", value_for("ow2", 2))
+
+
+@test
+def flashed_delete():
+    with flash_server("delete") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("d1", value_for("d1", 1)),
+                          ("d2", value_for("d2", 1))])
+        push_to_flash(c, "1")
+        expect_from_flash(c, "d1", value_for("d1", 1))
+        eq(c.cmd("delete d1"), "DELETED")
+        eq(c.cmd("delete d2"), "DELETED")                 # never read
+        eq(c.get("d1"), None, "d1 after delete")
+        eq(c.get("d2"), None, "d2 after delete")
+        push_to_flash(c, "2")
+        eq(c.get_multi(["d1", "d2"]), {}, "deleted keys stay deleted")
+
+
+@test
+def flashed_touch():
+    """touch tk 1 on a flashed item: mg shows t1, the value is intact, and
+    it is gone after ~2.5 s."""
+    with flash_server("touch") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("tk", value_for("tk", 1)),
+                          ("keep", value_for("keep", 1))])
+        push_to_flash(c, "1")
+        eq(c.cmd("touch tk 1"), "TOUCHED")
+        line = c.cmd("mg tk t")
+        check(line in ("HD t1", "HD t0"), "mg tk t after touch: %r" % line)
+        expect_from_flash(c, "tk", value_for("tk", 1))
+        time.sleep(2.5)
+        eq(c.get("tk"), None, "tk 2.5 s after touch 1")
+        eq(c.get("keep"), value_for("keep", 1), "untouched flashed key")
+
+
+@test
+def flashed_expiry():
+    """set with exptime 3 (not 2: memcached's clock ticks in whole seconds,
+    a TTL of 2 can end ~1 s after the set, before the key reaches flash and
+    is read back), push to flash, wait: a miss."""
+    with flash_server("expiry") as s, s.client(timeout=10) as c:
+        t0 = time.monotonic()
+        set_pipelined(c, [("ek", value_for("ek", 1))], exptime=3)
+        set_pipelined(c, [("keep", value_for("keep", 1))])
+        push_to_flash(c, "1")
+        if time.monotonic() - t0 < 1.5:
+            expect_from_flash(c, "ek", value_for("ek", 1))
+        else:
+            print("     push took %.1fs: ek's flash read not checked"
+                  % (time.monotonic() - t0))
+        time.sleep(max(0.0, t0 + 4.0 - time.monotonic()))
+        eq(c.get("ek"), None, "ek 4 s after set with exptime 3")
+        eq(c.get("keep"), value_for("keep", 1), "key without exptime")
+
+
+@test
+def flashed_flush_all():
+    with flash_server("flush") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("fl%d" % i, value_for("fl%d" % i, 1))
+                          for i in range(20)])
+        push_to_flash(c, "1")
+        set_pipelined(c, [("ram", b"in RAM")])
+        expect_from_flash(c, "fl0", value_for("fl0", 1))
+        eq(c.cmd("flush_all"), "OK")
+        keys = (["fl%d" % i for i in range(20)] + ["ram"] +
+                ["fill:1:%d" % i for i in range(0, PUSH_ITEMS, 30)])
+        eq(read_all(c, keys), {}, "hits after flush_all")
+        eq(c.set("after", b"x"), "STORED")
+        eq(c.get("after"), b"x", "set after flush_all")
+        push_to_flash(c, "2")
+        eq(read_all(c, keys), {}, "hits after flush_all and more writes")
+
+
+@test
+def flashed_gets_cas():
+    """The unique from `gets` of a flashed item works with `cas`. Nothing
+    reads the item between the gets and the cas: memcached moves a flashed
+    item back to RAM on a later read (recache: the connection's first read
+    of an item hit twice within 60 s, then every ext_recache_rate-th), and
+    that relink gives it a NEW cas unique, while the read that caused it
+    still returned the old one; slabcache keeps the unique (soft_check)."""
+    a = value_for("ck", 1)
+    with flash_server("cas") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("ck", a), ("ck2", value_for("ck2", 1))])
+        push_to_flash(c, "1")
+        eq(c.cas("ck", b"wrong", 987654321), "EXISTS", "cas, wrong unique")
+        before = stat(c, "get_extstore")
+        r = c.gets("ck")
+        check(r is not None, "ck missing after push")
+        eq(r[0], a, "gets value of flashed ck (after a refused cas)")
+        check(stat(c, "get_extstore") > before, "gets read ck from flash")
+        check(r[1] and r[1] > 0, "cas unique %r" % r[1])
+        eq(c.cas("ck", value_for("ck", 2), r[1]), "STORED",
+           "cas with gets' unique")
+        eq(c.get("ck"), value_for("ck", 2), "value after cas")
+        # re-reads of a flashed item keep its unique (memcached: X, X, Y)
+        reads = [c.gets("ck2") for _ in range(3)]
+        check(all(r and r[0] == value_for("ck2", 1) for r in reads),
+              "ck2 read back exact")
+        uniques = [r[1] for r in reads]
+        soft_check(len(set(uniques)) == 1,
+                   "cas unique unchanged by reads of flashed ck2 %r" % uniques)
+        eq(c.cas("ck2", value_for("ck2", 2), uniques[-1]), "STORED",
+           "cas with the last gets' unique")
+
+
+@test
+def flashed_meta_get():
+    a = value_for("mk", 1)
+    with flash_server("meta") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("mk", a)], flags=5)
+        push_to_flash(c, "1")
+        before = stat(c, "get_extstore")
+        c.send(b"mg mk v f t s c k\r\n")
+        line = c.read_line().decode()
+        m = re.fullmatch(r"VA 4096 f5 t-1 s4096 c(\d+) kmk", line)
+        check(m, "mg mk v f t s c k: %r" % line)
+        eq(c.read_exact(VALUE_SIZE + 2), a + b"\r\n", "mg value")
+        check(stat(c, "get_extstore") > before, "mg read mk from flash")
+        r = c.gets("mk")
+        eq(r, (a, int(m.group(1))), "gets after mg: value and same cas")
+
+
+@test
+def flashed_gat():
+    a = value_for("gk", 1)
+    with flash_server("gat") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("gk", a)], flags=3)
+        push_to_flash(c, "1")
+        before = stat(c, "get_extstore")
+        c.send(b"gat 100 gk\r\n")
+        eq(c.read_values(), {"gk": (a, 3, None)}, "gat 100 gk")
+        check(stat(c, "get_extstore") > before, "gat read gk from flash")
+        line = c.cmd("mg gk t")
+        check(line in ("HD t100", "HD t99"), "mg gk t after gat: %r" % line)
+        eq(c.get("gk"), a, "value after gat")
+
+
+def binary_get(port, key, opaque=0x1234):
+    """One binary-protocol GET; (status, flags, value)."""
+    sock = socket.create_connection((HOST, port), timeout=5)
+    try:
+        sock.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(key), 0, 0,
+                                 0, len(key), opaque, 0) + key)
+        data = b""
+        while len(data) < 24 or len(data) < 24 + \
+                struct.unpack(">I", data[8:12])[0]:
+            chunk = sock.recv(65536)
+            check(chunk, "binary GET: connection closed (have %d bytes)"
+                  % len(data))
+            data += chunk
+    finally:
+        sock.close()
+    magic, op, klen, elen, _dt, status, blen, opq, _cas = \
+        struct.unpack(">BBHBBHIIQ", data[:24])
+    eq((magic, op, klen, elen, opq), (0x81, 0x00, 0, 4 if status == 0 else 0,
+                                      opaque), "binary GET header")
+    eq(len(data), 24 + blen, "binary GET: one packet")
+    body = data[24:]
+    flags = struct.unpack(">I", body[:4])[0] if elen == 4 else None
+    return status, flags, body[elen + klen:]
+
+
+@test
+def flashed_binary_get():
+    a = value_for("bk", 1)
+    with flash_server("binary") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("bk", a)], flags=7)
+        push_to_flash(c, "1")
+        before = stat(c, "get_extstore")
+        eq(binary_get(s.port, b"bk"), (0, 7, a), "binary GET of flashed bk")
+        check(stat(c, "get_extstore") > before, "binary GET read from flash")
+        st, _f, _v = binary_get(s.port, b"nokey")
+        eq(st, 1, "binary GET of a missing key: KEY_ENOENT")
+
+
+@test
+def flashed_append_prepend():
+    """memcached 1.6.18 answers NOT_STORED to append/prepend on an item
+    whose value is on flash, and leaves it alone; slabcache must too. (incr
+    on such an item is only printed: memcached sees the flash header, not
+    the digits, and answers CLIENT_ERROR non-numeric.)"""
+    with flash_server("append") as s, s.client(timeout=10) as c:
+        num = b"12345" + b" " * (VALUE_SIZE - 5)
+        set_pipelined(c, [("ap", value_for("ap", 1)),
+                          ("pp", value_for("pp", 1)), ("num", num)])
+        push_to_flash(c, "1")
+        # no read first: a read may bring the item back to RAM
+        ra = c.append("ap", b"XX")
+        rp = c.prepend("pp", b"XX")
+        ri = c.cmd("incr num 1")
+        print("     on flash: append %s, prepend %s, incr %s"
+              % (ra, rp, ri[:60]))
+        # they were on flash (read from there now) and are unchanged
+        expect_from_flash(c, "ap", value_for("ap", 1))
+        expect_from_flash(c, "pp", value_for("pp", 1))
+        eq(ra, "NOT_STORED", "append on a flashed item")
+        eq(rp, "NOT_STORED", "prepend on a flashed item")
+        v = c.get("num")
+        check(v in (num, None) or v.strip() == b"12346",
+              "num after incr: %r" % (v[:20] if v else v))
+
+
+@test
+def flashed_pipeline_in_order():
+    """One write mixing RAM, flash and missing keys, get and meta: every
+    answer in request order, byte for byte."""
+    f1, f2 = value_for("fk1", 1), value_for("fk2", 1)
+    with flash_server("pipeline") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("fk1", f1), ("fk2", f2)])
+        push_to_flash(c, "1")
+        ram = {"rk": b"ram value", "k1": b"one", "k3": b"three"}
+        set_pipelined(c, list(ram.items()))
+
+        def val(k, v):
+            return b"VALUE %s 0 %d\r\n%s\r\n" % (k.encode(), len(v), v)
+        req = (b"get rk\r\nget fk1\r\nget missingkey\r\n"
+               b"get k1 fk2 k3\r\nmg fk1 v\r\nmg missingkey v q\r\n"
+               b"mg fk2 v k q\r\nset rk2 0 0 3\r\nabc\r\nget rk2 fk1\r\n"
+               b"mn\r\n")
+        want = (val("rk", ram["rk"]) + b"END\r\n" +
+                val("fk1", f1) + b"END\r\n" +
+                b"END\r\n" +
+                val("k1", ram["k1"]) + val("fk2", f2) + val("k3", ram["k3"])
+                + b"END\r\n" +
+                b"VA 4096\r\n" + f1 + b"\r\n" +
+                b"VA 4096 kfk2\r\n" + f2 + b"\r\n" +
+                b"STORED\r\n" +
+                val("rk2", b"abc") + val("fk1", f1) + b"END\r\n" +
+                b"MN\r\n")
+        before = stat(c, "get_extstore")
+        c.send(req)
+        got = c.read_exact(len(want))
+        if got != want:
+            i = next(i for i in range(len(want)) if got[i] != want[i])
+            raise AssertionError("pipeline answers differ at byte %d: "
+                                 "want %r, got %r" % (i, want[i:i + 60],
+                                                      got[i:i + 60]))
+        c.expect_nothing(0.2)
+        ge = stat(c, "get_extstore") - before
+        check(ge >= 2, "pipeline read fk1 and fk2 from flash (+%d)" % ge)
+
+
+# --------------------------------------------------------------------------
+# wrap, options, restart
+# --------------------------------------------------------------------------
+
+@test
+def wrap_small_file():
+    """An 8 MB file takes 20,000 x 4 KB: the oldest flash data is reclaimed;
+    misses yes, wrong values never."""
+    n = 20000
+    keys = ["wr:%05d" % i for i in range(n)]
+    rnd = random.Random(7)
+    with flash_server("wrap", size="8m") as s, s.client(timeout=10) as c:
+        for start in range(0, n, 2000):
+            set_pipelined(c, [(k, value_for(k, 1))
+                              for k in keys[start:start + 2000]])
+            sample = rnd.sample(keys[:start + 2000], 100)
+            for k, v in read_all(c, sample).items():
+                eq(v, value_for(k, 1), "value of %s during wrap" % k)
+        wait_writer(c)
+        got = read_all(c, keys, batch=200)
+        for k, v in got.items():
+            eq(v, value_for(k, 1), "value of %s after wrap" % k)
+        st = c.stats()
+        print("     %d/%d hits; extstore_page_evictions=%s "
+              "extstore_objects_evicted=%s get_extstore=%s"
+              % (len(got), n, st.get("extstore_page_evictions"),
+                 st.get("extstore_objects_evicted"), st.get("get_extstore")))
+        check(len(got) > 0, "some keys survive")
+        soft_check(int(st.get("extstore_page_evictions", "0")) > 0,
+                   "extstore_page_evictions > 0")
+        check(s.alive(), "server alive")
+
+
+@test
+def ext_tuning_options_in_stats_settings():
+    """ext_item_size, ext_threads, ext_wbuf_size, ext_recache_rate and
+    ext_drop_unread are accepted; `stats settings` shows memcached's
+    defaults without them and the given values with them (memcached shows
+    ext_wbuf_size in bytes, and no ext_threads line)."""
+    defaults = {"ext_item_size": "512", "ext_recache_rate": "2000",
+                "ext_wbuf_size": "4194304", "ext_drop_unread": "no"}
+    given = {"ext_item_size": "1024", "ext_recache_rate": "100",
+             "ext_wbuf_size": "2097152", "ext_drop_unread": "yes"}
+    recache = ",ext_recache_rate=100"
+    if is_slabcache():
+        # slabcache's flash slab is its write buffer: 1 MB, the RAM slab
+        # size; and it does not copy flash items back to RAM yet, so it
+        # refuses ext_recache_rate (notes/flash.md).
+        defaults["ext_wbuf_size"] = "1048576"
+        del given["ext_recache_rate"]
+        recache = ""
+    with Server("-m", RAM_MB, "-o", "ext_path=%s:64m"
+                % flash_path("defaults")) as s, s.client() as c:
+        st = c.stats("settings")
+        eq({k: st.get(k) for k in defaults}, defaults, "default ext_ settings")
+    opts = ("ext_item_size=1024,ext_threads=2,ext_wbuf_size=2,"
+            "ext_drop_unread" + recache)
+    with Server("-m", RAM_MB, "-o", "ext_path=%s:64m,%s"
+                % (flash_path("given"), opts)) as s, s.client() as c:
+        st = c.stats("settings")
+        eq({k: st.get(k) for k in given}, given, "ext_ settings as given")
+        eq(c.set("k", value_for("k", 1)), "STORED")
+        eq(c.get("k"), value_for("k", 1), "serves")
+
+
+def run_refused(opt):
+    """Start with `-o opt`; return (exit status, stderr lines, port)."""
+    port = free_port()
+    cmd = [server_binary(), "-l", HOST, "-p", str(port), "-U", "0",
+           "-m", RAM_MB, "-o", opt]
+    if os.geteuid() == 0:
+        cmd += ["-u", "root"]
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _out, err = p.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.kill(p.pid, signal.SIGKILL)
+        p.communicate(timeout=5)
+        raise AssertionError("server started with -o %s" % opt)
+    lines = [ln for ln in err.decode("utf-8", "replace").splitlines()
+             if ln.strip()]
+    return p.returncode, lines, port
+
+
+@test
+def bad_ext_options_refused():
+    """slabcache exits non-zero with one line naming the option, and never
+    listens. (memcached 1.6.18 starts with sizes abc, 0 and 1m, and takes
+    ext_compact_under / ext_max_frag.)"""
+    slabcache_only()
+    nodir = os.path.join(flash_path("nodir"), "sub", "file")
+    f = flash_path("bad")
+    cases = [  # (option, word the message must contain, exit status)
+        ("ext_path=%s:64m" % nodir, "ext_path", None),
+        ("ext_path=%s:0" % f, "ext_path", EX_USAGE),
+        ("ext_path=%s:abc" % f, "ext_path", EX_USAGE),
+        ("ext_path=%s:1m" % f, "ext_path", EX_USAGE),
+        ("ext_path=%s:64m,ext_compact_under=10" % f, "ext_compact_under",
+         EX_USAGE),
+        ("ext_path=%s:64m,ext_max_frag=0.5" % f, "ext_max_frag", EX_USAGE),
+    ]
+    for opt, word, status in cases:
+        code, lines, port = run_refused(opt)
+        check(code > 0, "-o %s: exit status %r" % (opt, code))
+        if status is not None:
+            eq(code, status, "-o %s: exit status" % opt)
+        eq(len(lines), 1, "-o %s: one line on stderr: %r" % (opt, lines))
+        check(word in lines[0], "-o %s: message names %s: %r"
+              % (opt, word, lines[0]))
+        try:
+            socket.create_connection((HOST, port), timeout=0.5).close()
+            raise AssertionError("-o %s: something listens on %d"
+                                 % (opt, port))
+        except OSError:
+            pass
+
+
+@test
+def restart_on_same_file_misses():
+    """Stop (SIGTERM) and start again on the same file: every key misses;
+    the file serves new values."""
+    path = flash_path("restart")
+    keys = ["rs:%03d" % i for i in range(200)]
+    args = ["-m", RAM_MB] + ext_args(path)
+    with Server(*args) as s, s.client(timeout=10) as c:
+        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+        push_to_flash(c, "1")
+        expect_from_flash(c, keys[0], value_for(keys[0], 1))
+        # SIGTERM our PID and wait for the exit: memcached holds a lock on
+        # the file until then ("extstore open: Resource temporarily
+        # unavailable" otherwise)
+        s.stop(wait=True)
+        check(not s.alive(), "first server exited")
+    with Server(*args) as s, s.client(timeout=10) as c:
+        fills = ["fill:1:%d" % i for i in range(0, PUSH_ITEMS, 10)]
+        eq(read_all(c, keys + fills), {}, "hits after restart")
+        set_pipelined(c, [("new", value_for("new", 2))])
+        push_to_flash(c, "2")
+        expect_from_flash(c, "new", value_for("new", 2))
+        eq(read_all(c, keys), {}, "old keys after new writes")
+
+
+# --------------------------------------------------------------------------
+# faults (slabcache only: memcached cannot open /dev/full at all,
+# "extstore open: Invalid argument")
+# --------------------------------------------------------------------------
+
+@test
+def fault_file_truncated():
+    slabcache_only()
+    keys = ["tr:%03d" % i for i in range(200)]
+    path = flash_path("truncate")
+    with Server("-m", RAM_MB, *ext_args(path)) as s, \
+            s.client(timeout=10) as c:
+        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+        push_to_flash(c, "1")
+        expect_from_flash(c, keys[0], value_for(keys[0], 1))
+        set_pipelined(c, [("ram", b"small, in RAM")])
+        os.truncate(path, 0)
+        got = read_all(c, keys[1:])
+        for k, v in got.items():
+            eq(v, value_for(k, 1), "value of %s after truncate" % k)
+        print("     %d/%d flashed keys hit after truncate" % (len(got),
+                                                               len(keys) - 1))
+        check(len(got) < len(keys) - 1, "flashed keys miss after truncate")
+        st = c.stats()
+        errs = (int(st.get("extstore_read_errors", "0")) +
+                int(st.get("miss_from_extstore", "0")))
+        check(errs > 0, "extstore_read_errors or miss_from_extstore > 0")
+        eq(c.get("ram"), b"small, in RAM", "RAM item after truncate")
+        eq(c.set("more", b"ok"), "STORED")
+        eq(c.get("more"), b"ok", "serves after truncate")
+        check(s.alive(), "server alive")
+
+
+@test
+def fault_dev_full():
+    slabcache_only()
+    n = 6000
+    keys = ["df:%05d" % i for i in range(n)]
+    with Server("-m", RAM_MB, "-o", "ext_path=/dev/full:64m") as s, \
+            s.client(timeout=10) as c:
+        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+        wait_writer(c)
+        got = read_all(c, keys)
+        for k, v in got.items():
+            eq(v, value_for(k, 1), "value of %s with /dev/full" % k)
+        st = c.stats()
+        print("     %d/%d hits, extstore_write_errors=%s"
+              % (len(got), n, st.get("extstore_write_errors")))
+        check(int(st.get("extstore_write_errors", "0")) > 0,
+              "extstore_write_errors > 0")
+        eq(c.set("small", b"x"), "STORED")
+        eq(c.get("small"), b"x", "serves from RAM")
+        check(s.alive(), "server alive")
+
+
+if __name__ == "__main__":
+    require_binary()
+    run_all()

@@ -1,0 +1,293 @@
+/*
+ * test_flash.c -- unit tests for the flash tier's log (include/storage/
+ * flash.h): FILE:SIZE parsing, records read back from a write buffer and
+ * from the file, FIFO reclaim by sequence number, checksums catching
+ * bytes changed underneath, a short file counted as a read error, bad
+ * paths refused, and the I/O threads' completion callback.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flash.h"
+
+#define SLAB  8192u
+#define NSLAB 4u
+
+static char dir[PATH_MAX];
+static char path[PATH_MAX + 16];
+
+static void
+setup(void)
+{
+    char err[256];
+    snprintf(dir, sizeof(dir), "/tmp/sc_flash_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/flash", dir);
+    struct flash_options o = {
+        .path = path, .size = (uint64_t)SLAB * NSLAB, .slab_size = SLAB, .wbufs = 2,
+        .io_threads = 1, .min_value = 0,
+    };
+    ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_OK);
+}
+
+static void
+teardown(void)
+{
+    flash_teardown();
+    unlink(path);
+    rmdir(dir);
+}
+
+static void
+value_of(int i, char *out, uint32_t n)
+{
+    for (uint32_t j = 0; j + 2 < n; j++) {
+        out[j] = (char)('a' + (i + (int)j) % 26);
+    }
+    memcpy(out + n - 2, "\r\n", 2);
+}
+
+/* Append record i (key "k<i>", nbytes bytes); returns its location. */
+static struct flash_loc
+put(int i, uint32_t nbytes)
+{
+    char key[32], val[4096];
+    struct flash_loc loc;
+    int nkey = snprintf(key, sizeof(key), "k%d", i);
+
+    value_of(i, val, nbytes);
+    if (!flash_append(key, (uint8_t)nkey, val, nbytes, 7, 1000u + (unsigned)i, &loc)) {
+        flash_sync();               /* both buffers were waiting for the writer */
+        ck_assert(flash_append(key, (uint8_t)nkey, val, nbytes, 7, 1000u + (unsigned)i, &loc));
+    }
+    return loc;
+}
+
+static flash_read_status_t
+get(int i, struct flash_loc loc, uint32_t nbytes, uint64_t cas, char *dst)
+{
+    struct flash_read r = { .loc = loc, .nbytes = nbytes, .cas = cas, .dst = dst };
+
+    r.nkey = (uint8_t)snprintf(r.key, sizeof(r.key), "k%d", i);
+    return flash_read_sync(&r);
+}
+
+START_TEST(test_parse_path)
+{
+    char p[64], err[128];
+    uint64_t size;
+
+    ck_assert_int_eq(flash_parse_path("/x/f:64m", p, sizeof(p), &size, err, sizeof(err)), FLASH_OK);
+    ck_assert_str_eq(p, "/x/f");
+    ck_assert_uint_eq(size, 64ull << 20);
+    ck_assert_int_eq(flash_parse_path("a:b:2k", p, sizeof(p), &size, err, sizeof(err)), FLASH_OK);
+    ck_assert_str_eq(p, "a:b");
+    ck_assert_uint_eq(size, 2048);
+    ck_assert_int_eq(flash_parse_path("f:16G", p, sizeof(p), &size, err, sizeof(err)), FLASH_OK);
+    ck_assert_uint_eq(size, 16ull << 30);
+    static const char *const bad[] = { "f", "f:", ":64m", "f:abc", "f:0", "f:-1", "f:64x",
+                                       "f:99999999999t" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(flash_parse_path(bad[i], p, sizeof(p), &size, err, sizeof(err)),
+                         FLASH_EINVAL);
+        ck_assert(strstr(err, "ext_path") != NULL);
+    }
+}
+END_TEST
+
+START_TEST(test_bad_setup_refused)
+{
+    char err[256];
+    struct flash_options o = { .path = "/nonexistent-dir/flash", .size = 1 << 20,
+                               .slab_size = SLAB, .wbufs = 2, .io_threads = 1 };
+
+    ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_EIO);
+    ck_assert(strstr(err, "/nonexistent-dir/flash") != NULL);
+    ck_assert(!flash_enabled());
+    o.path = "/tmp/sc_flash_small";
+    o.size = SLAB;                  /* one slab: not a ring */
+    ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_EINVAL);
+    ck_assert(!flash_enabled());
+}
+END_TEST
+
+START_TEST(test_buffered_record_reads_back)
+{
+    char dst[4096];
+    struct flash_loc loc = put(1, 100);
+
+    ck_assert(flash_loc_valid(&loc));
+    ck_assert_int_eq(get(1, loc, 100, 1001, dst), FLASH_READ_OK);
+    char want[100];
+    value_of(1, want, 100);
+    ck_assert_int_eq(memcmp(dst, want, 100), 0);
+    /* Another CAS, length or key is not this record. */
+    ck_assert_int_eq(get(1, loc, 100, 999, dst), FLASH_READ_BADCRC);
+    ck_assert_int_eq(get(2, loc, 100, 1001, dst), FLASH_READ_BADCRC);
+}
+END_TEST
+
+START_TEST(test_written_record_reads_back_and_old_slabs_are_reclaimed)
+{
+    char dst[4096], want[1000];
+    struct flash_loc first = put(0, 1000), loc = first;
+    int i = 1;
+
+    /* Fill past the ring: the first slab's sequence number is reused. */
+    while (loc.seq < first.seq + NSLAB) {
+        loc = put(i++, 1000);
+    }
+    flash_sync();
+    ck_assert(!flash_loc_valid(&first));
+    ck_assert_int_eq(get(0, first, 1000, 1000, dst), FLASH_READ_GONE);
+    /* A record of the slab before the newest one is on the file now. */
+    struct flash_loc older = put(i, 1000);
+    int j = i++;
+    while (loc.seq <= older.seq) {
+        loc = put(i++, 1000);
+    }
+    flash_sync();
+    ck_assert(flash_loc_valid(&older));
+    ck_assert_int_eq(get(j, older, 1000, 1000u + (unsigned)j, dst), FLASH_READ_OK);
+    value_of(j, want, 1000);
+    ck_assert_int_eq(memcmp(dst, want, 1000), 0);
+    struct flash_stats st;
+    flash_get_stats(&st);
+    ck_assert_uint_gt(st.extstore_page_evictions, 0);
+    ck_assert_uint_gt(st.extstore_objects_evicted, 0);
+    ck_assert_uint_eq(st.extstore_objects_written, (uint64_t)i);
+    ck_assert_uint_eq(st.extstore_write_errors, 0);
+}
+END_TEST
+
+/* Fill one slab and seal it so loc's record is on the file. */
+static struct flash_loc
+put_on_file(int i)
+{
+    struct flash_loc loc = put(i, 1000), l = loc;
+    int k = 1000;
+
+    while (l.seq == loc.seq) {
+        l = put(k++, 1000);
+    }
+    flash_sync();
+    return loc;
+}
+
+START_TEST(test_changed_bytes_fail_the_checksum)
+{
+    char dst[4096];
+    struct flash_loc loc = put_on_file(5);
+    int fd = open(path, O_WRONLY);
+    off_t at = (off_t)(loc.seq % NSLAB) * SLAB + loc.off + 40;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "XY", 2, at), 2);
+    close(fd);
+    ck_assert_int_eq(get(5, loc, 1000, 1005, dst), FLASH_READ_BADCRC);
+}
+END_TEST
+
+START_TEST(test_short_file_is_a_read_error)
+{
+    char dst[4096];
+    struct flash_loc loc = put_on_file(6);
+
+    ck_assert_int_eq(truncate(path, 0), 0);
+    ck_assert_int_eq(get(6, loc, 1000, 1006, dst), FLASH_READ_EIO);
+    struct flash_stats st;
+    flash_get_stats(&st);
+    ck_assert_uint_eq(st.extstore_read_errors, 1);
+}
+END_TEST
+
+START_TEST(test_record_larger_than_a_slab_is_refused)
+{
+    static char big[SLAB];
+    struct flash_loc loc;
+
+    memset(big, 'x', sizeof(big));
+    ck_assert(!flash_append("big", 3, big, SLAB, 0, 1, &loc));
+}
+END_TEST
+
+static _Atomic int done_calls;
+
+static void
+on_done(struct flash_read *r)
+{
+    (void)r;
+    atomic_fetch_add(&done_calls, 1);
+}
+
+START_TEST(test_io_threads_call_done)
+{
+    char dst[3][4096];
+    struct flash_read r[3];
+    struct flash_loc loc[3];
+
+    for (int i = 0; i < 3; i++) {
+        loc[i] = put(10 + i, 1000);
+    }
+    (void)put_on_file(99);          /* seals their slab: read from the file */
+    for (int i = 0; i < 3; i++) {
+        memset(&r[i], 0, sizeof(r[i]));
+        r[i].loc = loc[i];
+        r[i].nkey = (uint8_t)snprintf(r[i].key, sizeof(r[i].key), "k%d", 10 + i);
+        r[i].nbytes = 1000;
+        r[i].cas = 1010u + (unsigned)i;
+        r[i].dst = dst[i];
+        r[i].done = on_done;
+    }
+    atomic_store(&done_calls, 0);
+    for (int i = 0; i < 3; i++) {
+        flash_read_submit(&r[i]);
+    }
+    for (int spins = 0; atomic_load(&done_calls) < 3 && spins < 5000000; spins++) {
+        sched_yield();
+    }
+    ck_assert_int_eq(atomic_load(&done_calls), 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(r[i].status, FLASH_READ_OK);
+    }
+}
+END_TEST
+
+static Suite *
+flash_suite(void)
+{
+    Suite *s = suite_create("flash");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_parse_path);
+    tcase_add_test(tc, test_bad_setup_refused);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("log");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_buffered_record_reads_back);
+    tcase_add_test(tc, test_written_record_reads_back_and_old_slabs_are_reclaimed);
+    tcase_add_test(tc, test_changed_bytes_fail_the_checksum);
+    tcase_add_test(tc, test_short_file_is_a_read_error);
+    tcase_add_test(tc, test_record_larger_than_a_slab_is_refused);
+    tcase_add_test(tc, test_io_threads_call_done);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(flash_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
