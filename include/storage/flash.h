@@ -74,6 +74,17 @@ bool            flash_append(const char *key, uint8_t nkey, const char *value,
                              uint32_t nbytes, uint32_t flags, uint64_t cas,
                              struct flash_loc *out);
 
+/*
+ * Wait (at most timeout_ms) until the write buffers can take a record:
+ * for a caller about to evict, holding no lock, so that a burst of
+ * writes is slowed to what the device absorbs instead of evicting items
+ * the writer has no room for. false: still no room.
+ */
+bool            flash_wait_room(uint32_t timeout_ms);
+
+/* An item that was to be kept was dropped: no chunk for its stub. */
+void            flash_note_dropped(void);
+
 /* A record at loc may still be read (not reclaimed, not failed). */
 bool            flash_loc_valid(const struct flash_loc *loc);
 
@@ -130,7 +141,9 @@ void            flash_sync(void);
     X(extstore_io_queue,         GAUGE)         \
     X(extstore_write_errors,     COUNT)         \
     X(extstore_read_errors,      COUNT)         \
-    X(extstore_wbuf_full,        COUNT)
+    X(extstore_wbuf_full,        COUNT)         \
+    X(extstore_writer_waits,     COUNT)         \
+    X(extstore_objects_dropped,  COUNT)
 
 struct flash_stats {
 #define FLASH_STAT_FIELD(name, kind) uint64_t name;

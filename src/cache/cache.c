@@ -14,12 +14,16 @@
 #include "cache.h"
 
 #include "evict.h"
+#include "flash.h"
 #include "item.h"
 #include "slab.h"
 
 #define CACHE_ALLOC_TRIES   8   /* evict/allocate rounds before giving up */
 #define CACHE_REBUILD_TRIES 8   /* rebuild rounds lost to races before giving up */
 #define CACHE_STUB_BATCH    32  /* chunks made for flash stubs at a time */
+/* An eviction waits this long at most for the flash writer (a burst of
+ * sets is slowed to the device's pace rather than losing items). */
+#define CACHE_FLASH_WAIT_MS 100
 
 /* Running low while memory is full: let the background evictor refill. */
 static void
@@ -33,15 +37,17 @@ cache_note_low(uint8_t cls)
 
 /*
  * An eviction could not keep its item on flash for want of a chunk for
- * its stub (item_flash.c cannot evict under its locks): make room in the
- * stub's class now, with the policies, so the next ones can.
+ * its stub, or the stub's class is running low (item_flash.c cannot
+ * evict under its locks): make room there now, with the policies, so the
+ * next evictions can keep theirs.
  */
 static void
 cache_stub_room(void)
 {
     uint8_t cls = item_flash_stub_wanted();
 
-    if (cls != 0) {
+    /* Under the limit the class grows by itself (a fresh slab). */
+    if (cls != 0 && slab_at_limit()) {
         (void)evict_run(cls, CACHE_STUB_BATCH, NULL);
     }
 }
@@ -61,6 +67,7 @@ cache_alloc(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
         if (st != ITEM_NO_MEMORY) {
             break;
         }
+        (void)flash_wait_room(CACHE_FLASH_WAIT_MS);
         if (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2) {
             break;
         }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hash.h"
@@ -96,7 +97,7 @@ static struct {
     uint32_t           nio;
 
     struct flash_stats st;          /* counters: lock held */
-    _Atomic uint64_t   objects_read, bytes_read, read_errors;
+    _Atomic uint64_t   objects_read, bytes_read, read_errors, dropped;
 } fl = { .fd = -1 };
 
 /* --- options --------------------------------------------------------------- */
@@ -423,6 +424,7 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
         fl.cur = wbuf_take_free();
         if (fl.cur == NULL) {
             fl.st.extstore_wbuf_full++;
+            atomic_fetch_add_explicit(&fl.dropped, 1, memory_order_relaxed);
             pthread_mutex_unlock(&fl.lock);
             return false;
         }
@@ -445,6 +447,12 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
     fl.st.extstore_bytes_written += len;
     pthread_mutex_unlock(&fl.lock);
     return true;
+}
+
+void
+flash_note_dropped(void)
+{
+    atomic_fetch_add_explicit(&fl.dropped, 1, memory_order_relaxed);
 }
 
 /* --- the writer -------------------------------------------------------------- */
@@ -511,6 +519,44 @@ flash_writer_main(void *arg)
     }
     pthread_mutex_unlock(&fl.lock);
     return NULL;
+}
+
+/* A record of up to a quarter slab fits without waiting for the writer
+ * (lock held). */
+static bool
+flash_has_room(void)
+{
+    if (fl.cur != NULL && fl.slab_size - fl.cur->used >= fl.slab_size / 4) {
+        return true;
+    }
+    return wbuf_take_free() != NULL;
+}
+
+bool
+flash_wait_room(uint32_t timeout_ms)
+{
+    struct timespec until;
+    bool room;
+
+    if (!fl.on) {
+        return true;
+    }
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&fl.lock);
+    if (!flash_has_room()) {
+        fl.st.extstore_writer_waits++;
+    }
+    while (!(room = flash_has_room()) && !fl.stop &&
+           pthread_cond_timedwait(&fl.wcond, &fl.lock, &until) == 0) {
+    }
+    pthread_mutex_unlock(&fl.lock);
+    return room;
 }
 
 void
@@ -691,4 +737,5 @@ flash_get_stats(struct flash_stats *out)
     out->extstore_objects_read = atomic_load(&fl.objects_read);
     out->extstore_bytes_read = atomic_load(&fl.bytes_read);
     out->extstore_read_errors = atomic_load(&fl.read_errors);
+    out->extstore_objects_dropped = atomic_load(&fl.dropped);
 }

@@ -24,6 +24,9 @@
 #include "item_int.h"
 #include "slab.h"
 
+#define STUB_LOW 64         /* free stub chunks below which room is asked for */
+#define STUB_LOCK_TRIES 64  /* tries of a stub class lock held by another */
+
 static _Atomic uint8_t stub_wanted;
 
 uint8_t
@@ -55,8 +58,21 @@ stub_alloc(uint8_t nkey, uint8_t victim_cls)
     if (cls == 0 || cls == victim_cls) {
         return NULL;
     }
-    struct item *stub = slab_try_alloc(cls, &sid);
+    struct item *stub = NULL;
+    /* The class lock is held only to pop a chunk: a short, bounded wait
+     * (never a blocking one: this thread holds another class's lock). */
+    for (int i = 0; i < STUB_LOCK_TRIES && stub == NULL; i++) {
+        stub = slab_try_alloc(cls, &sid);
+        if (stub == NULL && slab_class_free(cls) == 0 && slab_at_limit()) {
+            break;              /* not busy: full */
+        }
+    }
     if (stub == NULL) {
+        flash_note_dropped();
+    }
+    /* Ask for room before the class runs out, not after: an eviction
+     * that finds no stub chunk loses its item. */
+    if (stub == NULL || slab_class_free(cls) < STUB_LOW) {
         atomic_store_explicit(&stub_wanted, cls, memory_order_relaxed);
     }
     return stub;
