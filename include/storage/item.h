@@ -344,6 +344,13 @@ bool          item_flash_read_init(struct item *it, struct flash_read *r);
  * evictions can keep their items on flash. 0: none wanted.
  */
 uint8_t       item_flash_stub_wanted(void);
+/*
+ * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
+ * with its key and value, replaces the stub if the key still names the
+ * stub of that CAS, keeping CAS, flags and TTL. ITEM_NOT_STORED if the
+ * key changed meanwhile. Does not consume the caller's reference.
+ */
+item_status_t item_flash_promote(struct item *fresh, uint64_t cas);
 
 /* Unlink whatever is stored under key (used after a failed set). */
 void          item_unlink_key(const char *key, size_t nkey);

@@ -26,9 +26,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "flash.h"
 #include "item.h"
 #include "outq.h"
+#include "settings.h"
 #include "stats.h"
 
 struct dispatch_flash {
@@ -87,11 +89,42 @@ flash_read_done(struct flash_read *r)
     f->notify(f->owner, f);
 }
 
+/*
+ * ext_recache_rate: every Nth value read from flash by this worker is
+ * copied back to RAM (memcached's rule), so a key read often does not
+ * stay on the device. Allocation may evict (so, perhaps, write others to
+ * flash): this runs on the worker, holding no lock.
+ */
+static _Thread_local uint32_t reads_since_recache;
+
+static void
+flash_recache(struct dispatch_flash *f)
+{
+    uint32_t rate = (uint32_t)settings.ext_recache_rate;
+    struct item *it;
+
+    if (rate == 0 || ++reads_since_recache < rate) {
+        return;
+    }
+    reads_since_recache = 0;
+    if (cache_alloc(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
+        return;
+    }
+    memcpy(item_value(it), f->rd.dst, f->rd.nbytes);
+    if (item_flash_promote(it, f->rd.cas) == ITEM_OK) {
+        STATS_INCR(f->stats, recache_from_extstore);
+    }
+    item_release(it);
+}
+
 void *
 dispatch_flash_finish(struct dispatch_flash *f)
 {
     void *conn = NULL;
 
+    if (f->rd.status == FLASH_READ_OK) {
+        flash_recache(f);
+    }
     if (f->out != NULL) {
         if (f->rd.status == FLASH_READ_OK) {
             outq_ready(f->out, f->seg, (size_t)f->nhdr + f->send);

@@ -414,8 +414,7 @@ static const struct fixed_setting ext_fixed[] = {
 /* memcached's extstore settings slabcache refuses (settings.c) keep its
  * defaults' lines between the ones it has (emit_ext_settings). */
 static const struct fixed_setting ext_age_fixed[] = {
-    { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" },
-    { "ext_recache_rate", "2000" }, { NULL, NULL },
+    { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" }, { NULL, NULL },
 };
 static const struct fixed_setting ext_compact_fixed[] = {
     { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
@@ -511,6 +510,7 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_fixed(emit, ctx, ext_fixed);
     emit_u64(emit, ctx, "ext_item_size", (uint64_t)settings.ext_item_size);
     emit_fixed(emit, ctx, ext_age_fixed);
+    emit_u64(emit, ctx, "ext_recache_rate", (uint64_t)settings.ext_recache_rate);
     emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);
     emit_fixed(emit, ctx, ext_compact_fixed);
     emit_str(emit, ctx, "ext_drop_unread", settings.ext_drop_unread ? "yes" : "no");

@@ -139,3 +139,28 @@ item_flash_read_init(struct item *it, struct flash_read *r)
     r->cas = item_cas(it);
     return true;
 }
+
+item_status_t
+item_flash_promote(struct item *fresh, uint64_t cas)
+{
+    uint32_t hv = item_hash(fresh);
+    item_status_t st = ITEM_NOT_STORED;
+
+    assoc_lock(hv);
+    struct item *old = do_item_find(item_key(fresh), item_nkey(fresh), hv);
+    if (old != NULL && item_is_flash(old) && item_cas(old) == cas &&
+        old->nbytes == fresh->nbytes) {
+        uint8_t keep = item_iflags(old) &
+                       (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
+        /* touch and gat change these in place: copied under the lock */
+        fresh->flags = old->flags;
+        item_set_exptime(fresh, old->exptime);
+        item_note_ttl(slab_cls_of(fresh), fresh->exptime);
+        do_item_replace(old, fresh, hv);
+        item_set_cas(fresh, cas);       /* the same item to its clients */
+        item_iflags_set(fresh, keep | ITEM_ACTIVE);
+        st = ITEM_OK;
+    }
+    assoc_unlock(hv);
+    return st;
+}

@@ -385,7 +385,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("ext_max_frag", FLASH_FIFO),
     REFUSED("ext_max_sleep", FLASH_FIFO),
     REFUSED("ext_io_depth", "flash reads are queued to the ext_threads I/O threads"),
-    REFUSED("ext_recache_rate", "flash-resident items are not copied back to RAM yet"),
     REFUSED("slab_automove_freeratio", NO_MOVER),
 };
 

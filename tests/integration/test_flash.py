@@ -471,6 +471,40 @@ def flashed_flush_all():
 
 
 @test
+def flashed_item_recached_to_ram():
+    """ext_recache_rate=1: every value read from flash is copied back to
+    RAM; the next read is a RAM hit, with the same value and CAS unique.
+    With the rate 0 nothing is copied back. (slabcache only: memcached's
+    recache also depends on a 60 s window and changes the unique.)"""
+    slabcache_only()
+    a = value_for("rc", 1)
+    with flash_server("recache", more="ext_recache_rate=1") as s, \
+            s.client(timeout=10) as c:
+        set_pipelined(c, [("rc", a)])
+        push_to_flash(c, "1")
+        before = stat(c, "recache_from_extstore")
+        v1, d1 = get_counting(c, "rc")
+        eq(v1, a, "first read, from flash")
+        check(d1 == 1, "first read came from flash (get_extstore +%d)" % d1)
+        eq(stat(c, "recache_from_extstore"), before + 1, "recache_from_extstore")
+        g1 = c.gets("rc")
+        v2, d2 = get_counting(c, "rc")
+        eq(v2, a, "second read, from RAM")
+        eq(d2, 0, "second read did not go to flash")
+        g2 = c.gets("rc")
+        eq(g1[1], g2[1], "the unique is kept by the copy back to RAM")
+    with flash_server("norecache", more="ext_recache_rate=0") as s, \
+            s.client(timeout=10) as c:
+        set_pipelined(c, [("rc", a)])
+        push_to_flash(c, "1")
+        for _ in range(3):
+            v, d = get_counting(c, "rc")
+            eq(v, a, "read with recache off")
+            eq(d, 1, "still read from flash")
+        eq(stat(c, "recache_from_extstore"), 0, "nothing copied back")
+
+
+@test
 def flashed_gets_cas():
     """The unique from `gets` of a flashed item works with `cas`. Nothing
     reads the item between the gets and the cas: memcached moves a flashed
@@ -686,11 +720,8 @@ def ext_tuning_options_in_stats_settings():
     recache = ",ext_recache_rate=100"
     if is_slabcache():
         # slabcache's flash slab is its write buffer: 1 MB, the RAM slab
-        # size; and it does not copy flash items back to RAM yet, so it
-        # refuses ext_recache_rate (notes/flash.md).
+        # size (notes/flash.md).
         defaults["ext_wbuf_size"] = "1048576"
-        del given["ext_recache_rate"]
-        recache = ""
     with Server("-m", RAM_MB, "-o", "ext_path=%s:64m"
                 % flash_path("defaults")) as s, s.client() as c:
         st = c.stats("settings")
