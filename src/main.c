@@ -282,6 +282,7 @@ flash_start(void)
         fprintf(stderr, "slabcache: %s\n", err);
         return st == FLASH_EINVAL ? EX_USAGE : EX_OSERR;
     }
+    item_flash_attach();
     return 0;
 }
 

@@ -85,6 +85,29 @@ bool            flash_wait_room(uint32_t timeout_ms);
 /* An item that was to be kept was dropped: no chunk for its stub. */
 void            flash_note_dropped(void);
 
+/*
+ * Before the writer reuses the oldest flash slab it reads it back and
+ * offers each intact record still valid to the rewrite function (set by
+ * the item layer, item_flash.c), which may append it again (flash_append)
+ * and repoint its stub. It runs on the writer thread, holding no flash
+ * lock; budget is how many bytes this slab may still have rewritten (a
+ * quarter of a slab, so rewriting never writes more than 1.25 bytes per
+ * byte evicted). Returns the bytes it appended (0: the record goes).
+ */
+struct flash_rec_view {
+    const char      *key;
+    uint8_t          nkey;
+    const char      *value;
+    uint32_t         nbytes;
+    uint32_t         flags;
+    uint64_t         cas;
+    struct flash_loc loc;
+};
+typedef uint32_t (*flash_rewrite_fn)(const struct flash_rec_view *r, uint32_t budget);
+void            flash_set_rewrite(flash_rewrite_fn fn);
+/* The bytes a record of this shape takes on flash. */
+uint32_t        flash_rec_len(uint8_t nkey, uint32_t nbytes);
+
 /* A record at loc may still be read (not reclaimed, not failed). */
 bool            flash_loc_valid(const struct flash_loc *loc);
 
@@ -143,7 +166,9 @@ void            flash_sync(void);
     X(extstore_read_errors,      COUNT)         \
     X(extstore_wbuf_full,        COUNT)         \
     X(extstore_writer_waits,     COUNT)         \
-    X(extstore_objects_dropped,  COUNT)
+    X(extstore_objects_dropped,  COUNT)         \
+    X(extstore_compact_rescues,  COUNT)         \
+    X(extstore_compact_skipped,  COUNT)
 
 struct flash_stats {
 #define FLASH_STAT_FIELD(name, kind) uint64_t name;

@@ -344,6 +344,9 @@ bool          item_flash_read_init(struct item *it, struct flash_read *r);
  * evictions can keep their items on flash. 0: none wanted.
  */
 uint8_t       item_flash_stub_wanted(void);
+/* Once the flash tier is set up: offer the records of a flash slab about
+ * to be reclaimed back to the items (read ones are written again). */
+void          item_flash_attach(void);
 /*
  * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
  * with its key and value, replaces the stub if the key still names the

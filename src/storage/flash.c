@@ -85,6 +85,9 @@ static struct {
     struct wbuf       *whead, *wtail;
     bool               writing;     /* the writer holds a buffer */
     uint32_t           next_seq;
+    uint32_t           rescued_seq;     /* the last slab offered for rewriting */
+    char              *scratch;         /* the writer's copy of that slab */
+    _Atomic flash_rewrite_fn rewrite;
     bool               stop;
     pthread_t          writer;
     bool               writer_started;
@@ -191,6 +194,10 @@ flash_alloc(const struct flash_options *o)
     if (fl.slots == NULL || fl.wbufs == NULL || fl.io == NULL) {
         return FLASH_ENOMEM;
     }
+    fl.scratch = malloc(fl.slab_size);
+    if (fl.scratch == NULL) {
+        return FLASH_ENOMEM;
+    }
     for (uint32_t i = 0; i < fl.nwbuf; i++) {
         fl.wbufs[i].mem = calloc(1, fl.slab_size);
         if (fl.wbufs[i].mem == NULL) {
@@ -278,6 +285,7 @@ flash_teardown(void)
         free(fl.wbufs[i].mem);
     }
     free(fl.wbufs);
+    free(fl.scratch);
     free(fl.slots);
     free(fl.io);
     if (fl.fd >= 0) {
@@ -407,6 +415,18 @@ rec_len(uint32_t nkey, uint32_t nbytes)
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+uint32_t
+flash_rec_len(uint8_t nkey, uint32_t nbytes)
+{
+    return rec_len(nkey, nbytes);
+}
+
+void
+flash_set_rewrite(flash_rewrite_fn fn)
+{
+    atomic_store(&fl.rewrite, fn);
+}
+
 bool
 flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
              uint32_t flags, uint64_t cas, struct flash_loc *out)
@@ -490,8 +510,63 @@ writer_write(struct wbuf *w)
         fl.st.extstore_write_errors++;
     }
     w->seq = 0;                 /* free again */
-    fl.writing = false;
     pthread_cond_broadcast(&fl.wcond);
+    pthread_mutex_unlock(&fl.lock);
+}
+
+/*
+ * Offer the records of the slab the next buffer will reclaim to the
+ * rewrite function (see flash.h), once per slab. Read back from the file
+ * into the writer's scratch buffer; records that fail their checksum are
+ * skipped (the read path would refuse them too).
+ */
+static void
+writer_rescue(void)
+{
+    flash_rewrite_fn fn = atomic_load(&fl.rewrite);
+
+    pthread_mutex_lock(&fl.lock);
+    struct flash_slot *s = slot_of(fl.next_seq);
+    uint32_t seq = atomic_load(&s->seq), bytes = (uint32_t)s->bytes;
+    bool due = fn != NULL && seq != 0 && seq != fl.rescued_seq &&
+               atomic_load(&s->state) == SLOT_WRITTEN;
+    if (due) {
+        fl.rescued_seq = seq;
+    }
+    pthread_mutex_unlock(&fl.lock);
+    if (!due || bytes == 0) {
+        return;
+    }
+    off_t at = (off_t)(seq % fl.nslabs) * fl.slab_size;
+    ssize_t n = pread(fl.fd, fl.scratch, bytes, at);
+    if (n != (ssize_t)bytes) {
+        return;
+    }
+    uint32_t budget = fl.slab_size / 4, rescued = 0, skipped = 0;
+    for (uint32_t off = 0; off + sizeof(struct flash_rec) <= bytes;) {
+        struct flash_rec h;
+        memcpy(&h, fl.scratch + off, sizeof(h));
+        uint32_t len = rec_len(h.nkey, h.nbytes);
+        if (h.nbytes == 0 || len > bytes - off) {
+            break;
+        }
+        const char *key = fl.scratch + off + sizeof(h), *value = key + h.nkey;
+        struct flash_rec_view v = { key, h.nkey, value, h.nbytes, h.flags, h.cas,
+                                    { seq, off } };
+        if (rec_crc(&h, key, value) == h.crc && flash_loc_valid(&v.loc)) {
+            uint32_t w = len <= budget ? fn(&v, budget) : 0;
+            if (w > 0) {
+                budget -= w < budget ? w : budget;
+                rescued++;
+            } else if (len > budget) {
+                skipped++;
+            }
+        }
+        off += len;
+    }
+    pthread_mutex_lock(&fl.lock);
+    fl.st.extstore_compact_rescues += rescued;
+    fl.st.extstore_compact_skipped += skipped;
     pthread_mutex_unlock(&fl.lock);
 }
 
@@ -515,7 +590,10 @@ flash_writer_main(void *arg)
         fl.writing = true;
         pthread_mutex_unlock(&fl.lock);
         writer_write(w);
+        writer_rescue();
         pthread_mutex_lock(&fl.lock);
+        fl.writing = false;     /* flash_sync: written and rescued */
+        pthread_cond_broadcast(&fl.wcond);
     }
     pthread_mutex_unlock(&fl.lock);
     return NULL;

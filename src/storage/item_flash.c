@@ -21,6 +21,7 @@
 
 #include "assoc.h"
 #include "flash.h"
+#include "hash.h"
 #include "item_int.h"
 #include "slab.h"
 
@@ -163,4 +164,41 @@ item_flash_promote(struct item *fresh, uint64_t cas)
     }
     assoc_unlock(hv);
     return st;
+}
+
+/*
+ * The writer is about to reclaim the flash slab holding r: an item read
+ * since the CLOCK hand last passed its stub (ITEM_ACTIVE) is appended
+ * again and its stub repointed, so a key read often is not lost to the
+ * log's FIFO order; the others go with the slab. Writer thread, no lock
+ * held but the key's partition (flash_append's lock ranks below it).
+ */
+static uint32_t
+item_flash_rewrite(const struct flash_rec_view *r, uint32_t budget)
+{
+    uint32_t hv = hash_key(r->key, r->nkey), len = flash_rec_len(r->nkey, r->nbytes);
+    uint32_t wrote = 0;
+
+    if (len > budget) {
+        return 0;
+    }
+    assoc_lock(hv);
+    struct item *it = do_item_find(r->key, r->nkey, hv);
+    if (it != NULL && item_is_flash(it) && (item_iflags(it) & ITEM_ACTIVE) &&
+        item_cas(it) == r->cas && it->nbytes == r->nbytes) {
+        struct flash_loc at = item_flash_loc(it), moved;
+        if (at.seq == r->loc.seq && at.off == r->loc.off &&
+            flash_append(r->key, r->nkey, r->value, r->nbytes, it->flags, r->cas, &moved)) {
+            memcpy(it->data + r->nkey, &moved, sizeof(moved));
+            wrote = len;
+        }
+    }
+    assoc_unlock(hv);
+    return wrote;
+}
+
+void
+item_flash_attach(void)
+{
+    flash_set_rewrite(item_flash_rewrite);
 }

@@ -505,6 +505,29 @@ def flashed_item_recached_to_ram():
 
 
 @test
+def read_item_outlives_flash_wrap():
+    """A small file (8 flash slabs) wraps many times over; a key read
+    between the bursts is written again before its flash slab is reclaimed
+    (extstore_compact_rescues), so it stays a hit, exact; with recache off
+    it is still read from flash, not RAM. (slabcache only: memcached
+    compacts by its own rules.)"""
+    slabcache_only()
+    hot = value_for("hot", 1)
+    with flash_server("rescue", size="8m", more="ext_recache_rate=0") as s, \
+            s.client(timeout=10) as c:
+        set_pipelined(c, [("hot", hot)])
+        push_to_flash(c, "0", n=3000)
+        for r in range(8):
+            v, d = get_counting(c, "hot")
+            eq(v, hot, "hot after %d wraps" % r)
+            eq(d, 1, "hot read from flash")
+            push_to_flash(c, "w%d" % r, n=1500)
+        st = c.stats()
+        check(int(st["extstore_page_evictions"]) > 16, "the file wrapped")
+        check(int(st["extstore_compact_rescues"]) >= 4, "hot was written again")
+
+
+@test
 def flashed_gets_cas():
     """The unique from `gets` of a flashed item works with `cas`. Nothing
     reads the item between the gets and the cas: memcached moves a flashed

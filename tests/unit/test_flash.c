@@ -219,6 +219,58 @@ START_TEST(test_record_larger_than_a_slab_is_refused)
 }
 END_TEST
 
+static struct flash_loc kept_loc;
+static _Atomic int kept_moves;
+
+/* A rewrite function that keeps the record of key "keep" alive. */
+static uint32_t
+keep_one(const struct flash_rec_view *r, uint32_t budget)
+{
+    struct flash_loc to;
+
+    if (r->nkey != 4 || memcmp(r->key, "keep", 4) != 0 ||
+        r->loc.seq != kept_loc.seq || r->loc.off != kept_loc.off) {
+        return 0;
+    }
+    ck_assert_uint_ge(budget, flash_rec_len(r->nkey, r->nbytes));
+    if (!flash_append(r->key, r->nkey, r->value, r->nbytes, r->flags, r->cas, &to)) {
+        return 0;
+    }
+    kept_loc = to;
+    atomic_fetch_add(&kept_moves, 1);
+    return flash_rec_len(r->nkey, r->nbytes);
+}
+
+START_TEST(test_reclaim_offers_records_for_rewriting)
+{
+    char val[1000], dst[1000];
+    struct flash_loc first;
+
+    value_of(42, val, sizeof(val));
+    ck_assert(flash_append("keep", 4, val, sizeof(val), 3, 4242, &first));
+    kept_loc = first;
+    flash_set_rewrite(keep_one);
+    /* Fill the ring twice over: the slab holding "keep" is reclaimed
+     * twice, and each time the record is written again first. */
+    struct flash_loc loc = put(0, 1000);
+    for (int i = 1; loc.seq < first.seq + 2 * NSLAB + 1; i++) {
+        loc = put(i, 1000);
+    }
+    flash_sync();
+    ck_assert(!flash_loc_valid(&first));
+    ck_assert_int_ge(atomic_load(&kept_moves), 2);
+    struct flash_read r = { .loc = kept_loc, .nkey = 4, .nbytes = sizeof(val), .cas = 4242,
+                            .dst = dst };
+    memcpy(r.key, "keep", 4);
+    ck_assert_int_eq(flash_read_sync(&r), FLASH_READ_OK);
+    ck_assert_int_eq(memcmp(dst, val, sizeof(val)), 0);
+    struct flash_stats st;
+    flash_get_stats(&st);
+    ck_assert_uint_ge(st.extstore_compact_rescues, 2);
+    flash_set_rewrite(NULL);
+}
+END_TEST
+
 static _Atomic int done_calls;
 
 static void
@@ -278,6 +330,7 @@ flash_suite(void)
     tcase_add_test(tc, test_short_file_is_a_read_error);
     tcase_add_test(tc, test_record_larger_than_a_slab_is_refused);
     tcase_add_test(tc, test_io_threads_call_done);
+    tcase_add_test(tc, test_reclaim_offers_records_for_rewriting);
     suite_add_tcase(s, tc);
     return s;
 }
