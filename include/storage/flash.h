@@ -82,6 +82,10 @@ bool            flash_append(const char *key, uint8_t nkey, const char *value,
  */
 bool            flash_wait_room(uint32_t timeout_ms);
 
+/* A stub was linked (+) or unlinked (-): records RAM still points at
+ * (extstore_objects_used, extstore_bytes_used). */
+void            flash_note_used(int64_t objects, int64_t bytes);
+
 /* An item that was to be kept was dropped: no chunk for its stub. */
 void            flash_note_dropped(void);
 
@@ -154,6 +158,8 @@ void            flash_sync(void);
     X(extstore_page_evictions,   COUNT)         \
     X(extstore_pages_free,       GAUGE)         \
     X(extstore_pages_used,       GAUGE)         \
+    X(extstore_objects_used,     GAUGE)         \
+    X(extstore_bytes_used,       GAUGE)         \
     X(extstore_objects_evicted,  COUNT)         \
     X(extstore_objects_read,     COUNT)         \
     X(extstore_objects_written,  COUNT)         \

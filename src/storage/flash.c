@@ -101,6 +101,7 @@ static struct {
 
     struct flash_stats st;          /* counters: lock held */
     _Atomic uint64_t   objects_read, bytes_read, read_errors, dropped;
+    _Atomic int64_t    objects_used, bytes_used;
 } fl = { .fd = -1 };
 
 /* --- options --------------------------------------------------------------- */
@@ -470,6 +471,13 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
 }
 
 void
+flash_note_used(int64_t objects, int64_t bytes)
+{
+    atomic_fetch_add_explicit(&fl.objects_used, objects, memory_order_relaxed);
+    atomic_fetch_add_explicit(&fl.bytes_used, bytes, memory_order_relaxed);
+}
+
+void
 flash_note_dropped(void)
 {
     atomic_fetch_add_explicit(&fl.dropped, 1, memory_order_relaxed);
@@ -816,4 +824,7 @@ flash_get_stats(struct flash_stats *out)
     out->extstore_bytes_read = atomic_load(&fl.bytes_read);
     out->extstore_read_errors = atomic_load(&fl.read_errors);
     out->extstore_objects_dropped = atomic_load(&fl.dropped);
+    int64_t ou = atomic_load(&fl.objects_used), bu = atomic_load(&fl.bytes_used);
+    out->extstore_objects_used = ou > 0 ? (uint64_t)ou : 0;
+    out->extstore_bytes_used = bu > 0 ? (uint64_t)bu : 0;
 }

@@ -122,6 +122,9 @@ do_item_unlink_nofree(struct item *it, uint32_t hv)
     assert(item_iflags(it) & ITEM_LINKED);
     item_iflags_clear(it, ITEM_LINKED);
     assoc_delete(it, hv);
+    if (item_is_flash(it)) {
+        flash_note_used(-1, -(int64_t)flash_rec_len(item_nkey(it), it->nbytes));
+    }
     atomic_fetch_sub_explicit(&l->number, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
 }

@@ -124,6 +124,7 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
     atomic_fetch_add_explicit(&sl->number, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&sl->bytes, item_ntotal(stub), memory_order_relaxed);
     item_note_ttl(slab_cls_of(stub), stub->exptime);
+    flash_note_used(1, flash_rec_len(nkey, stub->nbytes));
     return true;
 }
 
