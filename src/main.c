@@ -344,11 +344,13 @@ run(void)
 
     admin_http_teardown();
     listener_teardown();
-    /* Workers stop first, the flash tier's threads then finish their
+    /* Workers stop first, the flash tier's I/O threads then finish their
      * reads (handing them back to the stopped workers), then the
-     * connections go. */
+     * connections go. The rest of the flash tier stays until the threads
+     * that may still evict into it (background evictor, crawler) are
+     * stopped: storage_teardown(). */
     worker_stop();
-    flash_teardown();
+    flash_stop_reads();
     worker_teardown();
     event_free(sigterm);
     event_free(sigint);

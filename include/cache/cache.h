@@ -28,6 +28,11 @@
  */
 item_status_t cache_alloc(const char *key, size_t nkey, uint32_t flags,
                           rel_time_t exptime, uint32_t vlen, struct item **out);
+/* The same, never waiting for the flash writer (an eviction may then drop
+ * an item the writer has no room for): for work done on a worker's
+ * behalf that should not stall its loop (copying a flash item back). */
+item_status_t cache_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
+                                 rel_time_t exptime, uint32_t vlen, struct item **out);
 
 /* item_store()/item_store_meta() with append and prepend completed under
  * memory pressure. */

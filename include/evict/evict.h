@@ -40,6 +40,7 @@ struct evict_req {
     bool     damp;      /* gated, and a class's last slab in use is spared */
     uint32_t batch;
     uint32_t freed;
+    bool     others_only;   /* never cls's own slab (evict_slab_for) */
 };
 
 struct evict_policy {
@@ -105,6 +106,13 @@ evict_rstatus_t evict_slab(uint32_t sid, struct evict_req *req);
 struct slab_info;
 evict_rstatus_t evict_slab_oldest(struct evict_req *req,
                                   uint64_t (*age_key)(const struct slab_info *));
+/*
+ * Give cls the least recently accessed slab of another class, whatever
+ * the stack: for the flash tier's stubs (cache.c), where one slab of
+ * stubs keeps thousands of flash-resident values reachable for the RAM of
+ * a few of them. Another class's only slab is spared as usual.
+ */
+evict_rstatus_t evict_slab_for(uint8_t cls);
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */

@@ -58,6 +58,11 @@ struct flash_options {
 flash_rstatus_t flash_parse_path(const char *spec, char *path, size_t cap,
                                  uint64_t *size, char *err, size_t errcap);
 flash_rstatus_t flash_setup(const struct flash_options *o, char *err, size_t errcap);
+/* Finish the reads queued (each done() is called) and stop the I/O
+ * threads; reads may not be submitted after. flash_teardown() does it
+ * too; the server calls it early, while the workers that get the reads
+ * back still exist (main.c). */
+void            flash_stop_reads(void);
 void            flash_teardown(void);
 bool            flash_enabled(void);
 uint32_t        flash_min_value(void);

@@ -350,10 +350,13 @@ void          item_flash_attach(void);
 /*
  * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
  * with its key and value, replaces the stub if the key still names the
- * stub of that CAS, keeping CAS, flags and TTL. ITEM_NOT_STORED if the
+ * stub of that CAS pointing at the record read (from), keeping CAS, flags
+ * and TTL. ITEM_NOT_STORED if the
  * key changed meanwhile. Does not consume the caller's reference.
  */
-item_status_t item_flash_promote(struct item *fresh, uint64_t cas);
+struct flash_loc;
+item_status_t item_flash_promote(struct item *fresh, uint64_t cas,
+                                 const struct flash_loc *from);
 
 /* Unlink whatever is stored under key (used after a failed set). */
 void          item_unlink_key(const char *key, size_t nkey);

@@ -107,11 +107,11 @@ flash_recache(struct dispatch_flash *f)
         return;
     }
     reads_since_recache = 0;
-    if (cache_alloc(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
+    if (cache_alloc_nowait(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
         return;
     }
     memcpy(item_value(it), f->rd.dst, f->rd.nbytes);
-    if (item_flash_promote(it, f->rd.cas) == ITEM_OK) {
+    if (item_flash_promote(it, f->rd.cas, &f->rd.loc) == ITEM_OK) {
         STATS_INCR(f->stats, recache_from_extstore);
     }
     item_release(it);

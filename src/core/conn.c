@@ -842,12 +842,28 @@ conn_flush(struct conn *c)
             event_del(c->ev_write);
             c->write_pending = false;
         }
-        if (c->state == CONN_CLOSING && c->out.nwait == 0) {
-            conn_free(c);
-            return false;
+        if (c->state == CONN_CLOSING) {
+            if (c->out.nwait == 0) {
+                conn_free(c);
+                return false;
+            }
+            /* Answers still wait for flash reads: go once they are out
+             * (conn_kick), taking no more input (an EOF would fire on
+             * every loop turn meanwhile). */
+            if (!c->read_paused) {
+                event_del(c->ev_read);
+                c->read_paused = true;
+            }
+            return true;
         }
-        if (!c->read_paused || c->state == CONN_CLOSING) {
-            return true;        /* (closing: once the answers it waits for are out) */
+        if (!c->read_paused) {
+            return true;
+        }
+        /* Nothing can be sent before an answer that waits for flash: input
+         * stays paused while the queue is over its bound, until the read
+         * is done (conn_kick), or this would resume and pause for ever. */
+        if (c->out.nwait > 0 && dispatch_out_full(&c->d)) {
+            return true;
         }
         /* Drained: resume input, and handle what is already buffered. */
         c->read_paused = false;

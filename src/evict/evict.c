@@ -239,6 +239,18 @@ evict_automove_level(void)
  * those sit idle. The damping rule still holds: a class's only slab,
  * used within the last second, stays.
  */
+/* Carved for its class within the last EVICT_LAST_SLAB_MS: it is empty
+ * because it was just given, not because its class does not need it (the
+ * flash tier's stub class gets a slab before it runs out: evict_slab_for).
+ * Taking it back at once would pass it around in a circle. */
+static bool
+slab_just_carved(uint32_t sid)
+{
+    struct slab_info info;
+
+    return slab_table_info(sid, &info) && info.created_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
+}
+
 static bool
 take_empty_slab(uint8_t cls, uint32_t *freed)
 {
@@ -249,7 +261,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
         if (sid == SLAB_ID_NONE) {
             return false;
         }
-        if (evict_slab_last_in_use(sid)) {
+        if (evict_slab_last_in_use(sid) || slab_just_carved(sid)) {
             continue;
         }
         if (slab_move_empty(sid, cls)) {
@@ -427,6 +439,7 @@ slab_oldest_pass(struct evict_req *req,
         for (uint32_t sid = 0; sid < n; sid++) {
             struct slab_info info;
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
+                (req->others_only && info.cls == cls) ||
                 sid_tried(tried, pick, sid) ||
                 evict_slab_last_other(sid, cls)) {
                 continue;       /* another class's only slab stays */
@@ -470,6 +483,21 @@ evict_slab_oldest(struct evict_req *req,
         st = slab_oldest_pass(req, age_key);
     }
     return st;
+}
+
+static uint64_t
+accessed_key(const struct slab_info *s)
+{
+    return s->accessed_ms;
+}
+
+evict_rstatus_t
+evict_slab_for(uint8_t cls)
+{
+    struct evict_req req = { .cls = cls, .gated = false, .damp = false, .batch = 1,
+                             .others_only = true };
+
+    return evict_slab_oldest(&req, accessed_key);
 }
 
 uint64_t

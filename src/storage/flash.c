@@ -85,7 +85,8 @@ static struct {
     struct wbuf       *whead, *wtail;
     bool               writing;     /* the writer holds a buffer */
     uint32_t           next_seq;
-    uint32_t           rescued_seq;     /* the last slab offered for rewriting */
+    uint32_t           rescued_seq;     /* the last slab offered for rewriting
+                                           (its slot may then be reused) */
     char              *scratch;         /* the writer's copy of that slab */
     _Atomic flash_rewrite_fn rewrite;
     bool               stop;
@@ -96,8 +97,10 @@ static struct {
     pthread_cond_t     io_cond;
     struct flash_read *io_head, *io_tail;
     uint64_t           io_queued;   /* io_lock held */
+    bool               io_stop;
     pthread_t         *io;
-    uint32_t           nio;
+    uint32_t           nio;         /* I/O threads running */
+    uint32_t           nio_want;
 
     struct flash_stats st;          /* counters: lock held */
     _Atomic uint64_t   objects_read, bytes_read, read_errors, dropped;
@@ -190,8 +193,8 @@ flash_alloc(const struct flash_options *o)
     fl.slots = calloc(fl.nslabs, sizeof(*fl.slots));
     fl.nwbuf = o->wbufs < 2 ? 2 : o->wbufs;
     fl.wbufs = calloc(fl.nwbuf, sizeof(*fl.wbufs));
-    fl.nio = o->io_threads < 1 ? 1 : o->io_threads;
-    fl.io = calloc(fl.nio, sizeof(*fl.io));
+    fl.nio_want = o->io_threads < 1 ? 1 : o->io_threads;
+    fl.io = calloc(fl.nio_want, sizeof(*fl.io));
     if (fl.slots == NULL || fl.wbufs == NULL || fl.io == NULL) {
         return FLASH_ENOMEM;
     }
@@ -215,11 +218,11 @@ flash_start_threads(void)
         return FLASH_ENOMEM;
     }
     fl.writer_started = true;
-    for (uint32_t i = 0; i < fl.nio; i++) {
+    for (uint32_t i = 0; i < fl.nio_want; i++) {
         if (pthread_create(&fl.io[i], NULL, flash_io_main, NULL) != 0) {
-            fl.nio = i;
             return FLASH_ENOMEM;
         }
+        fl.nio = i + 1;         /* joined by flash_stop_reads() */
     }
     return FLASH_OK;
 }
@@ -264,6 +267,22 @@ flash_setup(const struct flash_options *o, char *err, size_t cap)
 }
 
 void
+flash_stop_reads(void)
+{
+    if (!fl.on || fl.io == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&fl.io_lock);
+    fl.io_stop = true;
+    pthread_cond_broadcast(&fl.io_cond);
+    pthread_mutex_unlock(&fl.io_lock);
+    for (uint32_t i = 0; i < fl.nio; i++) {
+        pthread_join(fl.io[i], NULL);
+    }
+    fl.nio = 0;
+}
+
+void
 flash_teardown(void)
 {
     if (!fl.on) {
@@ -273,14 +292,9 @@ flash_teardown(void)
     fl.stop = true;
     pthread_cond_broadcast(&fl.wcond);
     pthread_mutex_unlock(&fl.lock);
-    pthread_mutex_lock(&fl.io_lock);
-    pthread_cond_broadcast(&fl.io_cond);
-    pthread_mutex_unlock(&fl.io_lock);
+    flash_stop_reads();
     if (fl.writer_started) {
         pthread_join(fl.writer, NULL);
-    }
-    for (uint32_t i = 0; i < fl.nio; i++) {
-        pthread_join(fl.io[i], NULL);
     }
     for (uint32_t i = 0; fl.wbufs != NULL && i < fl.nwbuf; i++) {
         free(fl.wbufs[i].mem);
@@ -388,6 +402,20 @@ wbuf_seal(void)
     pthread_cond_broadcast(&fl.wcond);
 }
 
+/*
+ * Starting slab seq reclaims the slab in its slot: only once the writer
+ * has offered that slab's records for rewriting (writer_rescue), so a
+ * burst that outruns the writer cannot reclaim slabs unread (lock held).
+ */
+static bool
+slot_ready(uint32_t seq)
+{
+    struct flash_slot *s = slot_of(seq);
+
+    return atomic_load(&fl.rewrite) == NULL || atomic_load(&s->state) != SLOT_WRITTEN ||
+           atomic_load(&s->seq) == fl.rescued_seq;
+}
+
 static struct wbuf *
 wbuf_take_free(void)
 {
@@ -442,7 +470,7 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
         wbuf_seal();
     }
     if (fl.cur == NULL) {
-        fl.cur = wbuf_take_free();
+        fl.cur = slot_ready(fl.next_seq) ? wbuf_take_free() : NULL;
         if (fl.cur == NULL) {
             fl.st.extstore_wbuf_full++;
             atomic_fetch_add_explicit(&fl.dropped, 1, memory_order_relaxed);
@@ -528,6 +556,8 @@ writer_write(struct wbuf *w)
  * into the writer's scratch buffer; records that fail their checksum are
  * skipped (the read path would refuse them too).
  */
+static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
+
 static void
 writer_rescue(void)
 {
@@ -538,18 +568,24 @@ writer_rescue(void)
     uint32_t seq = atomic_load(&s->seq), bytes = (uint32_t)s->bytes;
     bool due = fn != NULL && seq != 0 && seq != fl.rescued_seq &&
                atomic_load(&s->state) == SLOT_WRITTEN;
-    if (due) {
-        fl.rescued_seq = seq;
-    }
     pthread_mutex_unlock(&fl.lock);
-    if (!due || bytes == 0) {
+    if (!due) {
         return;
     }
     off_t at = (off_t)(seq % fl.nslabs) * fl.slab_size;
-    ssize_t n = pread(fl.fd, fl.scratch, bytes, at);
-    if (n != (ssize_t)bytes) {
-        return;
+    if (bytes > 0 && pread(fl.fd, fl.scratch, bytes, at) == (ssize_t)bytes) {
+        writer_offer(fn, seq, bytes);
     }
+    pthread_mutex_lock(&fl.lock);
+    fl.rescued_seq = seq;       /* the slot may be reclaimed now */
+    pthread_cond_broadcast(&fl.wcond);
+    pthread_mutex_unlock(&fl.lock);
+}
+
+/* Offer the records read back into the scratch buffer. */
+static void
+writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes)
+{
     uint32_t budget = fl.slab_size / 4, rescued = 0, skipped = 0;
     for (uint32_t off = 0; off + sizeof(struct flash_rec) <= bytes;) {
         struct flash_rec h;
@@ -615,7 +651,7 @@ flash_has_room(void)
     if (fl.cur != NULL && fl.slab_size - fl.cur->used >= fl.slab_size / 4) {
         return true;
     }
-    return wbuf_take_free() != NULL;
+    return wbuf_take_free() != NULL && slot_ready(fl.next_seq);
 }
 
 bool
@@ -777,7 +813,7 @@ flash_io_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&fl.io_lock);
     for (;;) {
-        while (fl.io_head == NULL && !fl.stop) {
+        while (fl.io_head == NULL && !fl.io_stop) {
             pthread_cond_wait(&fl.io_cond, &fl.io_lock);
         }
         if (fl.io_head == NULL) {

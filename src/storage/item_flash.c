@@ -25,7 +25,8 @@
 #include "item_int.h"
 #include "slab.h"
 
-#define STUB_LOW 64         /* free stub chunks below which room is asked for */
+#define STUB_LOW 1024       /* free stub chunks below which room is asked for: more
+                               than a slab move drains of most value sizes */
 #define STUB_LOCK_TRIES 64  /* tries of a stub class lock held by another */
 
 static _Atomic uint8_t stub_wanted;
@@ -124,6 +125,7 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
     atomic_fetch_add_explicit(&sl->number, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&sl->bytes, item_ntotal(stub), memory_order_relaxed);
     item_note_ttl(slab_cls_of(stub), stub->exptime);
+    slab_touch(slab_sid_of(stub));      /* as a link does: the slab is in use */
     flash_note_used(1, flash_rec_len(nkey, stub->nbytes));
     return true;
 }
@@ -142,16 +144,28 @@ item_flash_read_init(struct item *it, struct flash_read *r)
     return true;
 }
 
+/* old is the stub of this CAS and length, and still points at the record
+ * read (a location never names another record; the CAS alone is 0 for all
+ * items under -C). */
+static bool
+stub_points_at(struct item *old, uint64_t cas, uint32_t nbytes, const struct flash_loc *from)
+{
+    if (!item_is_flash(old) || item_cas(old) != cas || old->nbytes != nbytes) {
+        return false;
+    }
+    struct flash_loc at = item_flash_loc(old);
+    return at.seq == from->seq && at.off == from->off;
+}
+
 item_status_t
-item_flash_promote(struct item *fresh, uint64_t cas)
+item_flash_promote(struct item *fresh, uint64_t cas, const struct flash_loc *from)
 {
     uint32_t hv = item_hash(fresh);
     item_status_t st = ITEM_NOT_STORED;
 
     assoc_lock(hv);
     struct item *old = do_item_find(item_key(fresh), item_nkey(fresh), hv);
-    if (old != NULL && item_is_flash(old) && item_cas(old) == cas &&
-        old->nbytes == fresh->nbytes) {
+    if (old != NULL && stub_points_at(old, cas, fresh->nbytes, from)) {
         uint8_t keep = item_iflags(old) &
                        (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
         /* touch and gat change these in place: copied under the lock */

@@ -528,6 +528,34 @@ def read_item_outlives_flash_wrap():
 
 
 @test
+def flash_answers_past_the_output_bound():
+    """Answers waiting for flash reads count against a connection's output
+    bound (1 MB): a multi-get of 400 flash-resident 4 KB values (1.6 MB),
+    and a flash get followed by 300 pipelined gets of RAM values, are both
+    answered in full and in order (review finding: the worker spun for
+    ever once waiting answers filled the bound)."""
+    keys = ["ob%03d" % i for i in range(400)]
+    with flash_server("bound") as s, s.client(timeout=20) as c:
+        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+        push_to_flash(c, "1")
+        got = c.get_multi(keys)
+        eq(len(got), len(keys), "every flash-resident key answered")
+        check(all(got[k][0] == value_for(k, 1) for k in keys), "values exact")
+        ram = ["ram%03d" % i for i in range(300)]
+        set_pipelined(c, [(k, value_for(k, 2)) for k in ram])
+        set_pipelined(c, [("ob-late", value_for("ob-late", 1))])
+        push_to_flash(c, "2")
+        set_pipelined(c, [(k, value_for(k, 2)) for k in ram])   # back in RAM
+        want = [("ob-late", value_for("ob-late", 1))] + [(k, value_for(k, 2)) for k in ram]
+        c.send(b"".join(b"get %s\r\n" % k.encode() for k, _ in want))
+        for k, v in want:
+            got = c.read_values()
+            eq(list(got), [k], "answer for " + k + " in order")
+            eq(got[k][0], v, "value of " + k)
+        check(s.alive(), "server alive")
+
+
+@test
 def flashed_gets_cas():
     """The unique from `gets` of a flashed item works with `cas`. Nothing
     reads the item between the gets and the cas: memcached moves a flashed
