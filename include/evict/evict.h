@@ -41,6 +41,7 @@ struct evict_req {
     uint32_t batch;
     uint32_t freed;
     bool     others_only;   /* never cls's own slab (evict_slab_for) */
+    uint32_t sid;           /* out: the slab moved, after EVICT_OK from evict_slab() */
 };
 
 struct evict_policy {

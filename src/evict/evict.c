@@ -239,16 +239,20 @@ evict_automove_level(void)
  * those sit idle. The damping rule still holds: a class's only slab,
  * used within the last second, stays.
  */
-/* Carved for its class within the last EVICT_LAST_SLAB_MS: it is empty
- * because it was just given, not because its class does not need it (the
- * flash tier's stub class gets a slab before it runs out: evict_slab_for).
- * Taking it back at once would pass it around in a circle. */
-static bool
-slab_just_carved(uint32_t sid)
-{
-    struct slab_info info;
+/*
+ * The slab evict_slab_for() last gave a class (the flash tier's stubs,
+ * which ask before they run out): empty because it was just given, not
+ * because its class does not need it. Taking it back as "empty" at once
+ * passed it around in a circle (2 slab moves per set in flash-bench), so
+ * it is spared for EVICT_LAST_SLAB_MS.
+ */
+static _Atomic uint32_t given_sid = SLAB_ID_NONE;
+static _Atomic uint64_t given_until_ms;
 
-    return slab_table_info(sid, &info) && info.created_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
+static bool
+slab_just_given(uint32_t sid)
+{
+    return atomic_load(&given_sid) == sid && atomic_load(&given_until_ms) > clock_now_ms();
 }
 
 static bool
@@ -261,7 +265,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
         if (sid == SLAB_ID_NONE) {
             return false;
         }
-        if (evict_slab_last_in_use(sid) || slab_just_carved(sid)) {
+        if (evict_slab_last_in_use(sid) || slab_just_given(sid)) {
             continue;
         }
         if (slab_move_empty(sid, cls)) {
@@ -402,6 +406,7 @@ evict_slab(uint32_t sid, struct evict_req *req)
     switch (item_slab_evict(sid, req->cls)) {
     case ITEM_SLAB_OK:
         req->freed = slab_class_perslab(req->cls);
+        req->sid = sid;
         return EVICT_OK;
     case ITEM_SLAB_BUSY:
         atomic_fetch_add_explicit(&skipped_busy, 1, memory_order_relaxed);
@@ -496,8 +501,13 @@ evict_slab_for(uint8_t cls)
 {
     struct evict_req req = { .cls = cls, .gated = false, .damp = false, .batch = 1,
                              .others_only = true };
+    evict_rstatus_t st = evict_slab_oldest(&req, accessed_key);
 
-    return evict_slab_oldest(&req, accessed_key);
+    if (st == EVICT_OK) {
+        atomic_store(&given_sid, req.sid);
+        atomic_store(&given_until_ms, clock_now_ms() + EVICT_LAST_SLAB_MS);
+    }
+    return st;
 }
 
 uint64_t

@@ -554,7 +554,8 @@ writer_write(struct wbuf *w)
  * Offer the records of the slab the next buffer will reclaim to the
  * rewrite function (see flash.h), once per slab. Read back from the file
  * into the writer's scratch buffer; records that fail their checksum are
- * skipped (the read path would refuse them too).
+ * skipped (the read path would refuse them too). The slot is not reused
+ * before that copy is made (slot_ready).
  */
 static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
 
@@ -573,13 +574,17 @@ writer_rescue(void)
         return;
     }
     off_t at = (off_t)(seq % fl.nslabs) * fl.slab_size;
-    if (bytes > 0 && pread(fl.fd, fl.scratch, bytes, at) == (ssize_t)bytes) {
-        writer_offer(fn, seq, bytes);
-    }
+    bool copied = bytes > 0 && pread(fl.fd, fl.scratch, bytes, at) == (ssize_t)bytes;
+    /* Copied: the slot may be reclaimed now, by this thread's own appends
+     * of rewritten records too (each record's stub is checked to still
+     * point at it before it moves). */
     pthread_mutex_lock(&fl.lock);
-    fl.rescued_seq = seq;       /* the slot may be reclaimed now */
+    fl.rescued_seq = seq;
     pthread_cond_broadcast(&fl.wcond);
     pthread_mutex_unlock(&fl.lock);
+    if (copied) {
+        writer_offer(fn, seq, bytes);
+    }
 }
 
 /* Offer the records read back into the scratch buffer. */
@@ -597,7 +602,7 @@ writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes)
         const char *key = fl.scratch + off + sizeof(h), *value = key + h.nkey;
         struct flash_rec_view v = { key, h.nkey, value, h.nbytes, h.flags, h.cas,
                                     { seq, off } };
-        if (rec_crc(&h, key, value) == h.crc && flash_loc_valid(&v.loc)) {
+        if (rec_crc(&h, key, value) == h.crc) {
             uint32_t w = len <= budget ? fn(&v, budget) : 0;
             if (w > 0) {
                 budget -= w < budget ? w : budget;

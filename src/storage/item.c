@@ -88,10 +88,15 @@ item_is_flushed(struct item *it, rel_time_t now)
 }
 
 bool
+item_is_stale_by_time(struct item *it, rel_time_t now)
+{
+    return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now);
+}
+
+bool
 item_is_dead(struct item *it, rel_time_t now)
 {
-    return (it->exptime != 0 && it->exptime <= now) || item_is_flushed(it, now) ||
-           item_flash_gone(it);
+    return item_is_stale_by_time(it, now) || item_flash_gone(it);
 }
 
 /* --- link / unlink (partition lock held) ---------------------------------- */

@@ -198,8 +198,11 @@ item_flash_rewrite(const struct flash_rec_view *r, uint32_t budget)
         return 0;
     }
     assoc_lock(hv);
-    struct item *it = do_item_find(r->key, r->nkey, hv);
+    /* Found even if its slab was reclaimed since the writer copied it: the
+     * copy is intact, and the stub is about to point elsewhere. */
+    struct item *it = assoc_find(r->key, r->nkey, hv);
     if (it != NULL && item_is_flash(it) && (item_iflags(it) & ITEM_ACTIVE) &&
+        !item_is_stale_by_time(it, clock_now()) &&
         item_cas(it) == r->cas && it->nbytes == r->nbytes) {
         struct flash_loc at = item_flash_loc(it), moved;
         if (at.seq == r->loc.seq && at.off == r->loc.off &&

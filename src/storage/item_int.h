@@ -91,6 +91,8 @@ item_set_exptime(struct item *it, rel_time_t exptime)
 
 uint32_t      item_hash(struct item *it);
 bool          item_is_dead(struct item *it, rel_time_t now);
+/* Expired or flushed (item_is_dead without a stub's record being gone). */
+bool          item_is_stale_by_time(struct item *it, rel_time_t now);
 void          item_report_cls(const struct item *it, uint8_t *cls);
 
 /* Partition lock held (item.c). */
