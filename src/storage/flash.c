@@ -462,7 +462,11 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
 {
     uint32_t len = rec_len(nkey, nbytes);
 
-    if (!fl.on || len > fl.slab_size) {
+    if (!fl.on) {
+        return false;
+    }
+    if (len > fl.slab_size) {
+        atomic_fetch_add_explicit(&fl.dropped, 1, memory_order_relaxed);
         return false;
     }
     pthread_mutex_lock(&fl.lock);

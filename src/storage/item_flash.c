@@ -49,17 +49,18 @@ flash_keeps(struct item *it, uint8_t f)
            (!flash_drop_unread() || (f & ITEM_FETCHED));
 }
 
-/* A chunk for the stub of a key of nkey bytes, or NULL (class busy or
- * full: then wanted). */
-static struct item *
-stub_alloc(uint8_t nkey, uint8_t victim_cls)
+/* A chunk of the stubs' class cls, or NULL (class busy or full: then
+ * wanted). */
+static uint8_t
+stub_class(uint8_t nkey)
 {
-    uint8_t cls = item_class_of(nkey, sizeof(struct flash_loc) - 2);
-    uint32_t sid;
+    return item_class_of(nkey, sizeof(struct flash_loc) - 2);
+}
 
-    if (cls == 0 || cls == victim_cls) {
-        return NULL;
-    }
+static struct item *
+stub_alloc(uint8_t cls)
+{
+    uint32_t sid;
     struct item *stub = NULL;
     /* The class lock is held only to pop a chunk: a short, bounded wait
      * (never a blocking one: this thread holds another class's lock). */
@@ -91,13 +92,21 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
     if (!flash_keeps(it, f)) {
         return false;
     }
+    /* A stub in the victim's own class would take a chunk this very
+     * eviction is freeing (and the lock is held): such small values are
+     * dropped as before. */
+    uint8_t scls = stub_class(nkey);
+    if (scls == 0 || scls == slab_cls_of(it)) {
+        flash_note_dropped();
+        return false;
+    }
     /* The record first: if no stub can be had after it, only flash space
      * is wasted, and no chunk has to be given back under these locks. */
     if (!flash_append(item_key(it), nkey, item_value(it), it->nbytes, it->flags,
                       item_cas(it), &loc)) {
         return false;
     }
-    struct item *stub = stub_alloc(nkey, slab_cls_of(it));
+    struct item *stub = stub_alloc(scls);
     if (stub == NULL) {
         return false;
     }
