@@ -119,6 +119,15 @@ uint32_t        flash_rec_len(uint8_t nkey, uint32_t nbytes);
 
 /* A record at loc may still be read (not reclaimed, not failed). */
 bool            flash_loc_valid(const struct flash_loc *loc);
+/* ... or its slab is being offered for rewriting right now: a stub
+ * pointing there is not dead yet (it may be moved in a moment), though
+ * a read of it fails. */
+bool            flash_loc_alive(const struct flash_loc *loc);
+/* Records in flash slabs that may still be read: what live stubs can
+ * point at (an index bigger than this holds dead stubs). */
+uint64_t        flash_records_live(void);
+/* Stubs linked now (extstore_objects_used), cheaply. */
+uint64_t        flash_objects_used(void);
 
 typedef enum flash_read_status {
     FLASH_READ_OK,

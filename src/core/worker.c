@@ -273,7 +273,11 @@ worker_teardown(void)
     worker_stop();
     for (int i = 0; i < nworkers; i++) {
         struct worker *w = &workers[i];
-        worker_flash_finish(w);     /* reads done after the loop stopped */
+        /* Reads done after the loop stopped; answering them may send
+         * more (completed at once now: flash_read_submit). */
+        while (w->flash_done != NULL) {
+            worker_flash_finish(w);
+        }
         conn_free_all(&w->conns);
         if (w->notify_ev != NULL) {
             event_free(w->notify_ev);

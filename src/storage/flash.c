@@ -87,6 +87,8 @@ static struct {
     uint32_t           next_seq;
     uint32_t           rescued_seq;     /* the last slab offered for rewriting
                                            (its slot may then be reused) */
+    _Atomic uint32_t   offering_seq;    /* the slab being offered, 0: none */
+    uint64_t           records_live;    /* records in readable slabs (lock held) */
     char              *scratch;         /* the writer's copy of that slab */
     _Atomic flash_rewrite_fn rewrite;
     bool               stop;
@@ -346,6 +348,33 @@ slot_of(uint32_t seq)
     return &fl.slots[seq % fl.nslabs];
 }
 
+uint64_t
+flash_objects_used(void)
+{
+    int64_t n = atomic_load(&fl.objects_used);
+
+    return n > 0 ? (uint64_t)n : 0;
+}
+
+uint64_t
+flash_records_live(void)
+{
+    if (!fl.on) {
+        return 0;
+    }
+    pthread_mutex_lock(&fl.lock);
+    uint64_t n = fl.records_live;
+    pthread_mutex_unlock(&fl.lock);
+    return n;
+}
+
+bool
+flash_loc_alive(const struct flash_loc *loc)
+{
+    return flash_loc_valid(loc) ||
+           (fl.on && loc->seq != 0 && atomic_load(&fl.offering_seq) == loc->seq);
+}
+
 bool
 flash_loc_valid(const struct flash_loc *loc)
 {
@@ -371,6 +400,7 @@ wbuf_start(struct wbuf *w)
     struct flash_slot *s = slot_of(w->seq);
     uint32_t old = atomic_load(&s->state);
     if (old == SLOT_WRITTEN || old == SLOT_BUFFERED || old == SLOT_WRITING) {
+        fl.records_live -= s->nobj;
         fl.st.extstore_page_evictions++;
         fl.st.extstore_objects_evicted += s->nobj;
         fl.st.extstore_bytes_evicted += s->bytes;
@@ -380,6 +410,7 @@ wbuf_start(struct wbuf *w)
     s->nobj = 0;
     s->bytes = 0;
     fl.st.extstore_page_allocs++;
+    pthread_cond_broadcast(&fl.wcond);     /* the next slot may be due: writer */
 }
 
 /* Hand the buffer being filled to the writer (lock held). */
@@ -496,6 +527,7 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
     struct flash_slot *s = slot_of(w->seq);
     s->nobj++;
     s->bytes += len;
+    fl.records_live++;
     fl.st.extstore_objects_written++;
     fl.st.extstore_bytes_written += len;
     pthread_mutex_unlock(&fl.lock);
@@ -545,6 +577,10 @@ writer_write(struct wbuf *w)
     if (atomic_load(&s->seq) == w->seq) {
         atomic_store_explicit(&s->state, done == len ? SLOT_WRITTEN : SLOT_FAILED,
                               memory_order_release);
+        if (done != len) {
+            fl.records_live -= s->nobj;
+            s->nobj = 0;
+        }
     }
     if (done != len) {
         fl.st.extstore_write_errors++;
@@ -562,6 +598,17 @@ writer_write(struct wbuf *w)
  * before that copy is made (slot_ready).
  */
 static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
+
+/* The slab the next buffer will reclaim is still to be offered (lock held). */
+static bool
+rescue_due(void)
+{
+    struct flash_slot *s = slot_of(fl.next_seq);
+    uint32_t seq = atomic_load(&s->seq);
+
+    return atomic_load(&fl.rewrite) != NULL && seq != 0 && seq != fl.rescued_seq &&
+           atomic_load(&s->state) == SLOT_WRITTEN;
+}
 
 static void
 writer_rescue(void)
@@ -587,7 +634,9 @@ writer_rescue(void)
     pthread_cond_broadcast(&fl.wcond);
     pthread_mutex_unlock(&fl.lock);
     if (copied) {
+        atomic_store(&fl.offering_seq, seq);
         writer_offer(fn, seq, bytes);
+        atomic_store(&fl.offering_seq, 0);
     }
 }
 
@@ -629,8 +678,20 @@ flash_writer_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&fl.lock);
     for (;;) {
-        while (fl.whead == NULL && !fl.stop) {
+        while (fl.whead == NULL && !fl.stop && !rescue_due()) {
             pthread_cond_wait(&fl.wcond, &fl.lock);
+        }
+        if (fl.whead == NULL && rescue_due() && !fl.stop) {
+            /* a buffer was started since the last write: offer the slab
+             * the next one will reclaim now, not after the next write
+             * (appenders wait for it: slot_ready) */
+            fl.writing = true;
+            pthread_mutex_unlock(&fl.lock);
+            writer_rescue();
+            pthread_mutex_lock(&fl.lock);
+            fl.writing = false;
+            pthread_cond_broadcast(&fl.wcond);
+            continue;
         }
         if (fl.whead == NULL) {
             break;
@@ -805,6 +866,13 @@ flash_read_submit(struct flash_read *r)
 {
     r->next = NULL;
     pthread_mutex_lock(&fl.io_lock);
+    if (fl.io_stop) {
+        /* shutting down: no thread will read it; done now, as a miss */
+        pthread_mutex_unlock(&fl.io_lock);
+        r->status = FLASH_READ_GONE;
+        r->done(r);
+        return;
+    }
     if (fl.io_tail != NULL) {
         fl.io_tail->next = r;
     } else {

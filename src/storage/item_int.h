@@ -72,7 +72,7 @@ item_flash_gone(struct item *it)
         return false;
     }
     struct flash_loc loc = item_flash_loc(it);
-    return !flash_loc_valid(&loc);
+    return !flash_loc_alive(&loc);
 }
 
 static inline struct item_class_state *
