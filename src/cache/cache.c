@@ -71,8 +71,8 @@ cache_stub_room(void)
  * sweep passes what the first found busy). With the flash tier on, an
  * eviction holds its locks longer (the value is copied to the write
  * buffer, a stub allocated), so more sweeps find items busy: every round
- * is used (test_flash.py's 4-writer load at -m 8 saw one set in about
- * 100,000 answered out of memory with 2).
+ * is used (test_flash.py's 4-writer load at -m 8 answered one set out of
+ * memory in about 15 runs with 2; notes/flash.md).
  */
 static int
 cache_fail_limit(void)

@@ -153,8 +153,7 @@ dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, uint64_t hit,
     if (f == NULL || !item_flash_read_init(it, &f->rd)) {
         free(f);
         item_release(it);
-        outq_rollback(d->out, miss);        /* the header alone cannot stand */
-        outq_rollback(d->out, hit);
+        outq_rollback(d->out, hit);         /* the header alone cannot stand */
         return;
     }
     item_release(it);
