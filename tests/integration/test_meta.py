@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Meta commands, what the byte-for-byte differential test cannot pin down:
 TTLs (t) and counters after meta traffic, each compared with memcached
-1.6.18 run beside the server under test. TTLs may differ by one second (the
+1.6.18 run beside the server under test. Each request is followed by mn
+and its answer read up to MN, so timing never decides what is compared. TTLs may differ by one second (the
 two servers' clocks tick apart), nothing else may.
 
   - flags apply in the order sent: a t before a T shows the old TTL, after
@@ -14,7 +15,6 @@ Exit 77 (skip) when memcached is missing or is the server under test.
 
 import os
 import re
-import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -25,23 +25,23 @@ REF = os.environ.get("MEMCACHED", "/usr/bin/memcached")
 
 
 def session(binary, lines, stats=False):
-    """Send each line, collect its answer lines (until idle)."""
+    """Send each line followed by mn, collect its answer up to MN (not
+    until idle: a slow sanitizer build must not shift answers)."""
     out = []
     with Server("-m", "64", binary=binary) as s:
         c = s.client()
+        c.sock.settimeout(10)
         for line in lines:
-            c.send(line)
-            c.sock.settimeout(0.3)
+            c.send(line + b"mn\r\n")
             data = b""
-            while True:
-                try:
-                    chunk = c.sock.recv(65536)
-                except socket.timeout:
-                    break
+            want = line.count(b"mn\r\n") + 1
+            while data.count(b"MN\r\n") < want or not data.endswith(b"MN\r\n"):
+                chunk = c.sock.recv(65536)
                 if not chunk:
                     break
                 data += chunk
-            out.append(data)
+            check(data.endswith(b"MN\r\n"), "no MN after %r: %r" % (line, data))
+            out.append(data[:-len(b"MN\r\n")])
         st = c.stats() if stats else None
     return out, st
 

@@ -72,16 +72,25 @@ def start(binary, env, *args):
 
 
 def exchange(port, packets):
-    """Each packet's answer (bytes until 0.3 s of quiet), and whether the
-    connection was closed at the end."""
+    """Each packet's answer and whether the connection was closed at the
+    end. Every packet here is answered: wait (up to 5 s) for one whole
+    response frame, then take whatever follows within 0.3 s of quiet (a
+    close after an error), so a slow build cannot shift answers."""
     out, closed = [], False
     with socket.create_connection((HOST, port), timeout=5) as s:
         for p in packets:
             s.sendall(p)
-            s.settimeout(0.3)
             got = b""
             try:
-                while True:
+                s.settimeout(5)
+                while not whole_frame(got):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        closed = True
+                        break
+                    got += chunk
+                s.settimeout(0.3)
+                while not closed:
                     chunk = s.recv(65536)
                     if not chunk:
                         closed = True
@@ -95,6 +104,11 @@ def exchange(port, packets):
             if closed:
                 break
     return out, closed
+
+
+def whole_frame(data):
+    """True once data holds a complete binary response frame."""
+    return len(data) >= 24 and len(data) >= 24 + struct.unpack(">I", data[8:12])[0]
 
 
 @test
