@@ -19,7 +19,7 @@ run_check() {
     echo "== make check in $dir"
     if ! make -C "$dir" -j2 check; then
         for f in $(find "$dir/tests" -name '*.log' ! -name 'test-suite.log'); do
-            if grep -qE '^(FAIL|ERROR)' "${f%.log}.trs" 2>/dev/null; then
+            if grep -qE '^:test-result: (FAIL|ERROR)' "${f%.log}.trs" 2>/dev/null; then
                 echo "---- $f"; tail -n 60 "$f"
             fi
         done

@@ -437,14 +437,20 @@ wbuf_seal(void)
  * Starting slab seq reclaims the slab in its slot: only once the writer
  * has offered that slab's records for rewriting (writer_rescue), so a
  * burst that outruns the writer cannot reclaim slabs unread (lock held).
+ * A slab of the previous lap still in a buffer (a ring of no more slots
+ * than buffers, behind a slow writer) is not reclaimed either: it must be
+ * written and offered first.
  */
 static bool
 slot_ready(uint32_t seq)
 {
     struct flash_slot *s = slot_of(seq);
+    uint32_t st = atomic_load(&s->state);
 
-    return atomic_load(&fl.rewrite) == NULL || atomic_load(&s->state) != SLOT_WRITTEN ||
-           atomic_load(&s->seq) == fl.rescued_seq;
+    if (atomic_load(&fl.rewrite) == NULL || st == SLOT_EMPTY || st == SLOT_FAILED) {
+        return true;
+    }
+    return st == SLOT_WRITTEN && atomic_load(&s->seq) == fl.rescued_seq;
 }
 
 static struct wbuf *
