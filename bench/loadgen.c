@@ -60,6 +60,7 @@
 #define MAX_CONNS         65536
 #define MAX_PIPELINE      4096
 #define MAX_VALUE_SIZE    (64 * 1024 * 1024)
+#define MAX_MULTIGET      1000         /* keys in one get */
 #define DEFAULT_PORT      "11211"
 
 #define NS_PER_SEC        1000000000ULL
@@ -91,6 +92,7 @@ static struct options {
     const char *prefix;
     bool sequential;
     double get_ratio;
+    unsigned multiget;          /* keys per get */
     bool cache_aside;
     unsigned pipeline;
     double rate;                /* 0: closed loop */
@@ -111,6 +113,7 @@ static struct options {
     .dist = DIST_UNIFORM,
     .prefix = "",
     .pipeline = 1,
+    .multiget = 1,
     .seed = 0x5eedcafe,
 };
 
@@ -462,6 +465,8 @@ static const char *const rsp_json_names[RSP_COUNT] = {
 struct stats {
     uint64_t requests;          /* queued for sending */
     uint64_t gets;
+    uint64_t get_keys;          /* keys of the gets answered */
+    uint64_t values;            /* VALUEs received */
     uint64_t sets;
     uint64_t fills;             /* cache-aside sets (part of sets) */
     uint64_t responses;
@@ -525,6 +530,7 @@ struct conn {
 
     enum parse_state pstate;
     bool got_value;
+    unsigned nvalues;           /* VALUEs in the response being read */
     uint64_t data_len;          /* value length from the VALUE line */
     uint64_t data_pos;          /* bytes of value + CRLF consumed */
     uint64_t want_off;          /* pattern offset the value should have */
@@ -645,6 +651,16 @@ next_key_num(struct conn *c)
 
 /* --- request generation -------------------------------------------------- */
 
+/* The longest request queue_* may write: a set, or a get of every key. */
+static size_t
+req_max(void)
+{
+    size_t set = LINE_MAX_LEN + opt.max_size + 2;
+    size_t get = 3 + (size_t)opt.multiget * (KEY_MAX + 1) + 2;
+
+    return set > get ? set : get;
+}
+
 static bool
 wbuf_has_room(struct conn *c, size_t need)
 {
@@ -675,17 +691,20 @@ ring_push(struct conn *c, enum req_type type, uint64_t key_num,
     c->ring_count++;
 }
 
+/* One get of --multiget keys: key_num, then further draws. */
 static void
 queue_get(struct conn *c, uint64_t key_num, uint64_t start)
 {
-    char key[KEY_MAX + 1];
-    size_t klen = key_format(c, key_num, key);
     char *p = c->wbuf + c->wtail;
+    size_t off = 3;
 
-    memcpy(p, "get ", 4);
-    memcpy(p + 4, key, klen);
-    memcpy(p + 4 + klen, "\r\n", 2);
-    c->wtail += 4 + klen + 2;
+    memcpy(p, "get", 3);
+    for (unsigned i = 0; i < opt.multiget; i++) {
+        p[off++] = ' ';
+        off += key_format(c, i == 0 ? key_num : next_key_num(c), p + off);
+    }
+    memcpy(p + off, "\r\n", 2);
+    c->wtail += off + 2;
     c->w->st.gets++;
     ring_push(c, REQ_GET, key_num, start);
 }
@@ -801,7 +820,7 @@ conn_flush(struct conn *c, uint64_t now)
 static void
 conn_pump(struct conn *c, uint64_t now)
 {
-    size_t max_req = LINE_MAX_LEN + opt.max_size + 2;
+    size_t max_req = req_max();
 
     while (c->state == CONN_READY && c->ring_count < opt.pipeline &&
            wbuf_has_room(c, max_req)) {
@@ -855,6 +874,9 @@ complete_request(struct conn *c, enum rsp_type type, uint64_t now)
 
     st->responses++;
     st->rsp[type]++;
+    if (p->type == REQ_GET) {
+        st->get_keys += opt.multiget;
+    }
     hist_record(&st->lat, now > p->start_ns ? now - p->start_ns : 0);
     if (type == RSP_MISS && opt.cache_aside) {
         unsigned cap = 2 * opt.pipeline;
@@ -865,6 +887,7 @@ complete_request(struct conn *c, enum rsp_type type, uint64_t now)
     c->ring_head = (c->ring_head + 1) % opt.pipeline;
     c->ring_count--;
     c->got_value = false;
+    c->nvalues = 0;
 }
 
 /* Parse "VALUE <key> <flags> <bytes>[ <cas>]" and switch to data mode. */
@@ -899,10 +922,19 @@ start_value(struct conn *c, const char *line, size_t len)
     c->data_len = nbytes;
     c->data_pos = 0;
     c->got_value = true;
+    c->nvalues++;
+    c->w->st.values++;
     c->verify_value = false;
     if (opt.verify) {
         char want[KEY_MAX + 1];
-        size_t klen = key_format(c, p->key_num, want);
+        uint64_t key_num = p->key_num;
+        if (opt.multiget > 1) {
+            /* answers name their keys: "<prefix><number>" */
+            size_t pl = strlen(opt.prefix);
+            key_num = strncmp(key, opt.prefix, pl) == 0 ?
+                      strtoull(key + pl, NULL, 10) : UINT64_MAX;
+        }
+        size_t klen = key_format(c, key_num, want);
         uint64_t h = key_hash(want, klen);
 
         if (strlen(key) != klen || memcmp(key, want, klen) != 0 ||
@@ -929,7 +961,8 @@ handle_line(struct conn *c, const char *line, size_t len, uint64_t now)
     }
     is_get = c->ring[c->ring_head].type == REQ_GET;
     if (line_is(line, len, "VALUE")) {
-        if (!is_get || c->got_value || !start_value(c, line, len)) {
+        if (!is_get || c->nvalues >= opt.multiget ||
+            !start_value(c, line, len)) {
             conn_protocol_error(c, "unexpected or malformed VALUE", line, len);
         }
         return;
@@ -1502,6 +1535,8 @@ usage(FILE *f)
         "  --key-prefix STR     prefix for every key\n"
         "  --sequential         connection c, call i -> key <prefix>c<c>:<i>\n"
         "  --get-ratio F        fraction of gets, 0..1 (default 0: all sets)\n"
+        "  --multiget N         keys per get (default 1); the hit ratio is\n"
+        "                       then values received / keys asked for\n"
         "  --cache-aside        a get miss is followed by a set of that key\n"
         "  --pipeline N         requests in flight per connection (def. 1)\n"
         "  --rate R             open loop, R requests/s in total (default 0:\n"
@@ -1531,6 +1566,7 @@ parse_options(int argc, char **argv)
         { "sequential", no_argument, NULL, 'q' },
         { "get-ratio", required_argument, NULL, 'g' },
         { "cache-aside", no_argument, NULL, 'a' },
+        { "multiget", required_argument, NULL, 'M' },
         { "pipeline", required_argument, NULL, 'P' },
         { "rate", required_argument, NULL, 'r' },
         { "seed", required_argument, NULL, 'e' },
@@ -1580,6 +1616,9 @@ parse_options(int argc, char **argv)
             opt.get_ratio = parse_double("get-ratio", optarg, 0.0, 1.0);
             break;
         case 'a': opt.cache_aside = true; break;
+        case 'M':
+            opt.multiget = (unsigned)parse_u64("multiget", optarg, 1, MAX_MULTIGET);
+            break;
         case 'P':
             opt.pipeline =
                 (unsigned)parse_u64("pipeline", optarg, 1, MAX_PIPELINE);
@@ -1616,6 +1655,9 @@ parse_options(int argc, char **argv)
     if (strpbrk(opt.prefix, " \r\n\t")) {
         die("--key-prefix must not contain whitespace");
     }
+    if (opt.multiget > 1 && (opt.cache_aside || opt.sequential)) {
+        die("--multiget is not combined with --cache-aside or --sequential");
+    }
     if (opt.threads > opt.conns) {
         opt.threads = opt.conns;
     }
@@ -1623,7 +1665,7 @@ parse_options(int argc, char **argv)
         zipf_setup(opt.keys, opt.zipf_s);
     }
     resolve_server(server ? server : "127.0.0.1:" DEFAULT_PORT);
-    wbuf_size = LINE_MAX_LEN + opt.max_size + 2;
+    wbuf_size = req_max();
     if (wbuf_size < WBUF_MIN) {
         wbuf_size = WBUF_MIN;   /* room for many small pipelined requests */
     }
@@ -1638,6 +1680,8 @@ stats_merge(struct stats *dst, const struct stats *src)
 
     dst->requests += src->requests;
     dst->gets += src->gets;
+    dst->get_keys += src->get_keys;
+    dst->values += src->values;
     dst->sets += src->sets;
     dst->fills += src->fills;
     dst->responses += src->responses;
@@ -1691,8 +1735,8 @@ summarize(const struct stats *st, struct summary *s)
     if (s->secs <= 0.0) {
         s->secs = 1e-9;         /* keeps the rates finite */
     }
-    s->hit_ratio = ratio(st->rsp[RSP_HIT],
-                         st->rsp[RSP_HIT] + st->rsp[RSP_MISS]);
+    s->hit_ratio = opt.multiget > 1 ? ratio(st->values, st->get_keys) :
+                   ratio(st->rsp[RSP_HIT], st->rsp[RSP_HIT] + st->rsp[RSP_MISS]);
     s->us[0] = h->count ? (double)h->sum / (double)h->count / 1e3 : 0.0;
     s->us[1] = (double)hist_percentile(h, 0.50) / 1e3;
     s->us[2] = (double)hist_percentile(h, 0.90) / 1e3;
@@ -1714,6 +1758,8 @@ print_text(const struct stats *st, const struct summary *s)
            (double)st->requests / s->secs, (double)st->responses / s->secs);
     printf("Request type: get %" PRIu64 " set %" PRIu64 " (cache-aside fills %"
            PRIu64 ")\n", st->gets, st->sets, st->fills);
+    printf("Keys: in the gets answered %" PRIu64 " values received %" PRIu64 " (%.1f keys/s)\n",
+           st->get_keys, st->values, (double)st->values / s->secs);
     printf("Response type:");
     for (i = 0; i < RSP_COUNT; i++) {
         printf(" %s %" PRIu64, rsp_names[i], st->rsp[i]);
@@ -1743,11 +1789,12 @@ print_json(const struct stats *st, const struct summary *s)
            ",\"conns_done\":%" PRIu64 ",\"requests\":%" PRIu64
            ",\"responses\":%" PRIu64 ",\"duration_s\":%.6f"
            ",\"request_rate\":%.1f,\"response_rate\":%.1f"
-           ",\"gets\":%" PRIu64 ",\"sets\":%" PRIu64 ",\"fills\":%" PRIu64,
+           ",\"gets\":%" PRIu64 ",\"sets\":%" PRIu64 ",\"fills\":%" PRIu64
+           ",\"get_keys\":%" PRIu64 ",\"values\":%" PRIu64,
            opt.host, opt.port, opt.conns, st->conns_ok, st->conns_done,
            st->requests, st->responses, s->secs,
            (double)st->requests / s->secs, (double)st->responses / s->secs,
-           st->gets, st->sets, st->fills);
+           st->gets, st->sets, st->fills, st->get_keys, st->values);
     for (i = 0; i < RSP_COUNT; i++) {
         printf(",\"%s\":%" PRIu64, rsp_json_names[i], st->rsp[i]);
     }

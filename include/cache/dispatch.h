@@ -28,6 +28,12 @@ struct stats_thread;
  * are queued by reference (the item stays pinned until sent). */
 #define DISPATCH_COPY_MAX 256
 
+/* Keys of a multi-get hashed and prefetched together (dispatch_get_keys);
+ * chosen by measurement (notes/performance.md, "Multi-get"). */
+#ifndef DISPATCH_MGET_WINDOW
+#define DISPATCH_MGET_WINDOW 16
+#endif
+
 typedef enum dispatch_result {
     DISPATCH_DONE,          /* response (if any) queued */
     DISPATCH_NEED_DATA,     /* read vlen+2 bytes into ctx->data, then
@@ -162,6 +168,14 @@ dispatch_result_t dispatch_error(struct dispatch_ctx *d,
  */
 dispatch_result_t dispatch_get_keys(struct dispatch_ctx *d,
                                     const struct proto_req *req);
+/*
+ * Read-ahead: prefetch the lookups of the one-key reads (get, mg, binary
+ * GET/GETQ/GETK/GETKQ) at the head of buf together, when there are two or
+ * more, as a multi-get's window is (item_probe_prefetch). Returns the bytes
+ * of buf whose requests were looked at, so the caller does not look again.
+ * Changes nothing; the requests are then parsed and answered as usual.
+ */
+size_t dispatch_prefetch(const char *buf, size_t len, bool binary);
 /* Start a streamed multi-get with its first chunk (a PROTO_PART request). */
 dispatch_result_t dispatch_get_begin(struct dispatch_ctx *d,
                                      const struct proto_req *req);

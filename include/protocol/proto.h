@@ -208,6 +208,22 @@ proto_status_t proto_parse_keys(const char *buf, size_t len,
 bool proto_key_next(const char **cursor, const char *end, const char **key,
                     size_t *nkey);
 
+/*
+ * Read-ahead for prefetching: the keys that the complete requests at the
+ * head of buf will look up one at a time (ASCII: get/gets lines of one key
+ * and mg lines, base64 keys excepted; binary: proto_bin_peek_keys), at
+ * most max of them, stopping at the first incomplete request or one of
+ * another kind (a multi-key get line batches its own keys). *scanned is
+ * the bytes of the requests covered. Consumes and validates nothing: a
+ * key reported here that the real parse rejects costs a useless prefetch.
+ */
+struct proto_key {
+    const char *p;
+    size_t      n;
+};
+size_t proto_peek_keys(const char *buf, size_t len, struct proto_key *keys,
+                       size_t max, size_t *scanned);
+
 /* Verify a storage command's data block: data[vlen..vlen+2) == "\r\n". */
 bool proto_data_ok(const char *data_tail2);
 
@@ -332,6 +348,9 @@ proto_auth_t   proto_auth_token(const char *data, size_t n, struct proto_auth_cr
 
 proto_status_t proto_bin_parse(const char *buf, size_t len, struct proto_req *req,
                                size_t *consumed);
+/* proto_peek_keys() for the binary protocol: GET, GETQ, GETK, GETKQ. */
+size_t proto_bin_peek_keys(const char *buf, size_t len, struct proto_key *keys,
+                           size_t max, size_t *scanned);
 /*
  * A binary response header plus extras and key into buf (cap bytes); the
  * caller queues body_extra bytes of value after it (bodylen = extlen +

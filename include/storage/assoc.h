@@ -34,6 +34,18 @@ void         assoc_delete(struct item *it, uint32_t hv);
  * false (nothing changed) if old is not in the table. */
 bool         assoc_replace(struct item *old, struct item *to, uint32_t hv);
 
+/*
+ * Batched lookups (multi-gets) warm the cache for many keys before
+ * locking any: assoc_prefetch_bucket() prefetches hv's bucket and returns
+ * its slot, assoc_prefetch_head() then prefetches the slot's first item.
+ * Neither locks nor changes anything, and the slot stays readable even if
+ * the partition doubles meanwhile (old arrays are kept until teardown): a
+ * stale slot costs a useless prefetch, never a wrong answer, since the
+ * lookup itself is assoc_find() under the lock.
+ */
+const uint32_t *assoc_prefetch_bucket(uint32_t hv);
+void         assoc_prefetch_head(const uint32_t *slot);
+
 uint64_t     assoc_buckets(void);          /* total buckets, all partitions */
 uint64_t     assoc_expansions(void);
 

@@ -374,6 +374,23 @@ typedef enum item_miss {
  */
 struct item  *item_get(const char *key, size_t nkey, bool touch,
                        rel_time_t exptime, item_miss_t *miss);
+
+/*
+ * Batched lookups (multi-gets): item_probe_prefetch() hashes n keys and
+ * warms the cache lines their lookups will read, in two rounds (every
+ * bucket, then every chain's first item), so the DRAM misses of the n
+ * keys overlap instead of queueing; item_get_probed() is then item_get()
+ * for one of them, without hashing again. Prefetching changes nothing.
+ */
+struct item_probe {
+    const char     *key;
+    size_t          nkey;
+    uint32_t        hv;
+    const uint32_t *slot;       /* its bucket, for the second round */
+};
+void          item_probe_prefetch(struct item_probe *p, size_t n);
+struct item  *item_get_probed(const struct item_probe *p, bool touch,
+                              rel_time_t exptime, item_miss_t *miss);
 /*
  * What a lookup of key finds, changing nothing (no reference, no bump, a
  * dead item left for whoever looks next): for the `watch fetchers` line

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "config.h"
 #include "evict.h"
+#include "hash.h"
 #include "item.h"
 #include "log.h"
 #include "logger.h"
@@ -209,16 +210,18 @@ store_cmd_name(proto_cmd_t cmd)
     }
 }
 
-/* One key of a multi-get: look it up, count it, answer it. */
+/* One key of a multi-get, prefetched: look it up, count it, answer it. */
 static void
-get_one(struct dispatch_ctx *d, const char *key, size_t nkey)
+get_one(struct dispatch_ctx *d, const struct item_probe *probe)
 {
+    const char *key = probe->key;
+    size_t nkey = probe->nkey;
     proto_cmd_t cmd = d->mget.cmd;
     bool touch = cmd == PROTO_CMD_GAT || cmd == PROTO_CMD_GATS;
     bool with_cas = cmd == PROTO_CMD_GETS || cmd == PROTO_CMD_GATS;
     rel_time_t exptime = touch ? clock_exptime(d->mget.exptime) : 0;
     item_miss_t miss;
-    struct item *it = item_get(key, nkey, touch, exptime, &miss);
+    struct item *it = item_get_probed(probe, touch, exptime, &miss);
 
     dispatch_note_fetch(d, key, nkey, it, miss);
     dispatch_count_fetch(d, it, miss, true, touch);
@@ -293,24 +296,61 @@ dispatch_out_full(const struct dispatch_ctx *d)
            outq_segments(d->out) > d->out_segs_limit;
 }
 
+/*
+ * Keys are looked up a window at a time: hash the window, prefetch every
+ * bucket, then every chain head (item_probe_prefetch), then look up and
+ * answer each in order. A key's two dependent DRAM reads then overlap
+ * with the other keys' instead of queueing behind them.
+ */
 dispatch_result_t
 dispatch_get_keys(struct dispatch_ctx *d, const struct proto_req *req)
 {
-    const char *cursor = req->keys, *key;
-    size_t nkey;
+    struct item_probe win[DISPATCH_MGET_WINDOW];
+    const char *cursor = req->keys;
 
     for (;;) {
-        const char *before = cursor;
-        if (!proto_key_next(&cursor, req->keys_end, &key, &nkey)) {
+        size_t n = 0;
+        while (n < DISPATCH_MGET_WINDOW &&
+               proto_key_next(&cursor, req->keys_end, &win[n].key, &win[n].nkey)) {
+            n++;
+        }
+        if (n == 0) {
             return DISPATCH_DONE;
         }
-        if (dispatch_out_full(d)) {
-            d->mget.resume = before;
-            return DISPATCH_MORE_KEYS;
+        if (n > 1) {
+            item_probe_prefetch(win, n);
+        } else {
+            win[0].hv = hash_key(win[0].key, win[0].nkey);
         }
-        get_one(d, key, nkey);
-        d->mget.nkeys++;
+        for (size_t i = 0; i < n; i++) {
+            if (dispatch_out_full(d)) {
+                d->mget.resume = win[i].key;
+                return DISPATCH_MORE_KEYS;
+            }
+            get_one(d, &win[i]);
+            d->mget.nkeys++;
+        }
     }
+}
+
+size_t
+dispatch_prefetch(const char *buf, size_t len, bool binary)
+{
+    struct proto_key keys[DISPATCH_MGET_WINDOW];
+    struct item_probe probes[DISPATCH_MGET_WINDOW];
+    size_t scanned;
+    size_t n = binary ? proto_bin_peek_keys(buf, len, keys, DISPATCH_MGET_WINDOW, &scanned) :
+                        proto_peek_keys(buf, len, keys, DISPATCH_MGET_WINDOW, &scanned);
+
+    if (n < 2) {
+        return scanned;
+    }
+    for (size_t i = 0; i < n; i++) {
+        probes[i].key = keys[i].p;
+        probes[i].nkey = keys[i].n;
+    }
+    item_probe_prefetch(probes, n);
+    return scanned;
 }
 
 static void

@@ -80,6 +80,7 @@ struct conn {
     char                *rbuf;
     size_t               rsize;
     size_t               rpos;      /* first unparsed byte */
+    size_t               peek_end;  /* requests before it were prefetched */
     size_t               rlen;      /* end of buffered bytes */
     uint32_t             data_got;  /* bytes of the data block so far */
     bool                 read_paused;
@@ -331,6 +332,7 @@ conn_rbuf_room(struct conn *c)
     if (c->rpos > 0 && (c->rlen == c->rsize || c->rpos >= c->rsize / 2)) {
         memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
         c->rlen -= c->rpos;
+        c->peek_end = c->peek_end > c->rpos ? c->peek_end - c->rpos : 0;
         c->rpos = 0;
     }
     return c->rlen < c->rsize;
@@ -792,6 +794,11 @@ conn_process(struct conn *c)
                 event_active(c->ev_read, EV_READ, 0);
                 break;
             }
+            if (c->state == CONN_CMD && c->rpos >= c->peek_end) {
+                /* pipelined one-key reads: warm their lookups together */
+                c->peek_end = c->rpos + dispatch_prefetch(c->rbuf + c->rpos,
+                                                          c->rlen - c->rpos, c->binary);
+            }
             more = c->state == CONN_CMD ? conn_parse_one(c) : conn_mget_step(c);
             handled++;
             break;
@@ -803,7 +810,7 @@ conn_process(struct conn *c)
         }
     }
     if (c->rpos == c->rlen) {
-        c->rpos = c->rlen = 0;
+        c->rpos = c->rlen = c->peek_end = 0;
     }
 }
 

@@ -202,6 +202,32 @@ bin_known(uint8_t op)
     }
 }
 
+size_t
+proto_bin_peek_keys(const char *buf, size_t len, struct proto_key *keys, size_t max,
+                    size_t *scanned)
+{
+    size_t off = 0, n = 0;
+
+    *scanned = 0;
+    while (n < max && len - off >= PROTO_BIN_HDR_LEN) {
+        const unsigned char *h = (const unsigned char *)buf + off;
+        uint8_t op = h[1], extlen = h[4];
+        uint16_t keylen = get16(h + 2);
+        uint32_t bodylen = get32(h + 8);
+        bool get = op == OP_GET || op == OP_GETQ || op == OP_GETK || op == OP_GETKQ;
+        if (h[0] != BIN_REQ_MAGIC || !get || keylen == 0 || keylen > PROTO_KEY_MAX ||
+            (uint32_t)keylen + extlen > bodylen || bodylen > len - off - PROTO_BIN_HDR_LEN) {
+            break;
+        }
+        keys[n].p = buf + off + PROTO_BIN_HDR_LEN + extlen;
+        keys[n].n = keylen;
+        n++;
+        off += PROTO_BIN_HDR_LEN + (size_t)bodylen;
+        *scanned = off;
+    }
+    return n;
+}
+
 proto_status_t
 proto_bin_parse(const char *buf, size_t len, struct proto_req *req,
                 size_t *consumed)

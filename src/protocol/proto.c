@@ -615,6 +615,59 @@ proto_key_next(const char **cursor, const char *end, const char **key,
     return true;
 }
 
+/* The key a one-key read line looks up, or false (see proto_peek_keys). */
+static bool
+peek_line_key(const char *p, const char *end, struct proto_key *key)
+{
+    const char *cur = p, *cmd, *k, *flag;
+    size_t ncmd, nk, nflag;
+
+    if (!proto_key_next(&cur, end, &cmd, &ncmd) || !proto_key_next(&cur, end, &k, &nk) ||
+        nk > PROTO_KEY_MAX) {
+        return false;
+    }
+    if ((ncmd == 3 && memcmp(cmd, "get", 3) == 0) || (ncmd == 4 && memcmp(cmd, "gets", 4) == 0)) {
+        key->p = k;
+        key->n = nk;
+        return !proto_key_next(&cur, end, &flag, &nflag);   /* one key only */
+    }
+    if (ncmd != 2 || memcmp(cmd, "mg", 2) != 0) {
+        return false;
+    }
+    while (proto_key_next(&cur, end, &flag, &nflag)) {
+        if (nflag == 1 && flag[0] == 'b') {
+            return false;       /* a base64 key: decoded by the real parse */
+        }
+    }
+    key->p = k;
+    key->n = nk;
+    return true;
+}
+
+size_t
+proto_peek_keys(const char *buf, size_t len, struct proto_key *keys, size_t max,
+                size_t *scanned)
+{
+    const char *p = buf, *end = buf + len;
+    size_t n = 0;
+
+    *scanned = 0;
+    while (n < max && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL) {
+            break;
+        }
+        const char *line_end = nl > p && nl[-1] == '\r' ? nl - 1 : nl;
+        if (!peek_line_key(p, line_end, &keys[n])) {
+            break;
+        }
+        n++;
+        p = nl + 1;
+        *scanned = (size_t)(p - buf);
+    }
+    return n;
+}
+
 bool
 proto_data_ok(const char *data_tail2)
 {

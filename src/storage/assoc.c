@@ -4,6 +4,14 @@
  * Partition p holds the keys whose hash has p in its low bits; inside a
  * partition the bucket is chosen by the next bits, so doubling a
  * partition splits each chain in two without touching other partitions.
+ *
+ * Multi-gets prefetch buckets and chain heads without the lock
+ * (assoc_prefetch_*). For that, a partition's bucket array and power are
+ * published with atomic stores (array before power, so a reader that sees
+ * the new power sees the new array), bucket words are stored atomically,
+ * and an array replaced by a doubling is retired, not freed, until
+ * teardown: an unlocked reader may still hold it. The retired arrays
+ * together are smaller than the live one (each is half the next).
  */
 #include "assoc.h"
 
@@ -21,6 +29,7 @@
 #define PART_BITS 10
 #define PART_MASK (ASSOC_PARTITIONS - 1)
 #define PART_MIN_POWER 4
+#define PART_MAX_GROWS (32 - PART_BITS)
 
 _Static_assert((1u << PART_BITS) == ASSOC_PARTITIONS, "partition bits");
 
@@ -29,6 +38,8 @@ struct partition {
     uint32_t       *buckets;    /* slab handles: half a pointer each */
     uint32_t        power;      /* 2^power buckets */
     uint32_t        count;
+    uint32_t        nretired;
+    uint32_t       *retired[PART_MAX_GROWS];  /* arrays replaced by grows */
 } __attribute__((aligned(64)));
 
 static struct partition parts[ASSOC_PARTITIONS];
@@ -47,6 +58,13 @@ bucket_of(const struct partition *p, uint32_t hv)
     return (hv >> PART_BITS) & ((1u << p->power) - 1);
 }
 
+/* Bucket words are read without the lock by assoc_prefetch_head(). */
+static inline void
+word_store(uint32_t *w, uint32_t v)
+{
+    __atomic_store_n(w, v, __ATOMIC_RELAXED);
+}
+
 int
 assoc_setup(uint32_t hashpower)
 {
@@ -58,6 +76,7 @@ assoc_setup(uint32_t hashpower)
         pthread_mutex_init(&p->lock, NULL);
         p->power = power;
         p->count = 0;
+        p->nretired = 0;
         p->buckets = calloc((size_t)1 << power, sizeof(*p->buckets));
         if (p->buckets == NULL) {
             return -1;
@@ -74,6 +93,10 @@ assoc_teardown(void)
     for (size_t i = 0; i < ASSOC_PARTITIONS; i++) {
         free(parts[i].buckets);
         parts[i].buckets = NULL;
+        for (uint32_t r = 0; r < parts[i].nretired; r++) {
+            free(parts[i].retired[r]);
+        }
+        parts[i].nretired = 0;
         pthread_mutex_destroy(&parts[i].lock);
     }
 }
@@ -122,7 +145,7 @@ partition_grow(struct partition *p)
     uint32_t new_power = p->power + 1;
     uint32_t *nb;
 
-    if (new_power + PART_BITS > 32) {
+    if (new_power + PART_BITS > 32 || p->nretired == PART_MAX_GROWS) {
         return;                 /* hash bits exhausted */
     }
     nb = calloc((size_t)old_n * 2, sizeof(*nb));
@@ -141,9 +164,9 @@ partition_grow(struct partition *p)
             h = next;
         }
     }
-    free(p->buckets);
-    p->buckets = nb;
-    p->power = new_power;
+    p->retired[p->nretired++] = p->buckets;
+    __atomic_store_n(&p->buckets, nb, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->power, new_power, __ATOMIC_RELEASE);
     atomic_fetch_add(&total_buckets, old_n);
     atomic_fetch_add(&expansions, 1);
 }
@@ -155,7 +178,7 @@ assoc_insert(struct item *it, uint32_t hv)
     uint32_t b = bucket_of(p, hv);
 
     it->h_next = p->buckets[b];
-    p->buckets[b] = slab_handle(it);
+    word_store(&p->buckets[b], slab_handle(it));
     p->count++;
     if (p->count > (3u << p->power) / 2) {
         partition_grow(p);
@@ -174,7 +197,7 @@ assoc_delete(struct item *it, uint32_t hv)
     }
     assert(*pp == h);
     if (*pp == h) {
-        *pp = it->h_next;
+        word_store(pp, it->h_next);
         it->h_next = SLAB_HANDLE_NONE;
         p->count--;
     }
@@ -195,9 +218,31 @@ assoc_replace(struct item *old, struct item *to, uint32_t hv)
         return false;
     }
     to->h_next = old->h_next;
-    *pp = slab_handle(to);
+    word_store(pp, slab_handle(to));
     old->h_next = SLAB_HANDLE_NONE;
     return true;
+}
+
+const uint32_t *
+assoc_prefetch_bucket(uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    uint32_t power = __atomic_load_n(&p->power, __ATOMIC_ACQUIRE);
+    uint32_t *buckets = __atomic_load_n(&p->buckets, __ATOMIC_RELAXED);
+    const uint32_t *slot = &buckets[(hv >> PART_BITS) & ((1u << power) - 1)];
+
+    __builtin_prefetch(slot);
+    return slot;
+}
+
+void
+assoc_prefetch_head(const uint32_t *slot)
+{
+    uint32_t h = __atomic_load_n(slot, __ATOMIC_RELAXED);
+
+    if (h != SLAB_HANDLE_NONE) {
+        __builtin_prefetch(slab_handle_item(h));
+    }
 }
 
 uint64_t

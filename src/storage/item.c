@@ -202,11 +202,34 @@ do_item_bump(struct item *it)
     }
 }
 
+void
+item_probe_prefetch(struct item_probe *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i].hv = hash_key(p[i].key, p[i].nkey);
+        p[i].slot = assoc_prefetch_bucket(p[i].hv);
+    }
+    for (size_t i = 0; i < n; i++) {
+        assoc_prefetch_head(p[i].slot);
+    }
+}
+
 struct item *
 item_get(const char *key, size_t nkey, bool touch, rel_time_t exptime,
          item_miss_t *miss)
 {
-    uint32_t hv = hash_key(key, nkey);
+    struct item_probe p = { .key = key, .nkey = nkey, .hv = hash_key(key, nkey) };
+
+    return item_get_probed(&p, touch, exptime, miss);
+}
+
+struct item *
+item_get_probed(const struct item_probe *p, bool touch, rel_time_t exptime,
+                item_miss_t *miss)
+{
+    const char *key = p->key;
+    size_t nkey = p->nkey;
+    uint32_t hv = p->hv;
     struct item *it;
     item_miss_t why;
 

@@ -252,6 +252,48 @@ START_TEST(test_growth)
 }
 END_TEST
 
+/*
+ * A slot handed out for prefetching names the key's bucket (its chain
+ * starts there) and stays readable after the partition doubles (under
+ * ASan a freed array would fail here); a new slot names the new bucket.
+ */
+START_TEST(test_prefetch_slot_survives_growth)
+{
+    enum { N = 200000 };
+    struct item **its = calloc(N, sizeof(*its));
+    char key[32];
+
+    ck_assert_ptr_nonnull(its);
+    its[0] = fake("probe");
+    insert(its[0]);
+    uint32_t hv = hash_key("probe", 5);
+    const uint32_t *old = assoc_prefetch_bucket(hv);
+    ck_assert_uint_eq(__atomic_load_n(old, __ATOMIC_RELAXED), slab_handle(its[0]));
+    uint64_t exp = assoc_expansions();
+    for (unsigned i = 1; i < N; i++) {
+        key_of(key, sizeof(key), "grow:", i);
+        its[i] = fake(key);
+        insert(its[i]);
+    }
+    ck_assert_uint_ge(assoc_expansions(), exp + ASSOC_PARTITIONS);
+    assoc_prefetch_head(old);       /* the retired array is still there */
+    const uint32_t *now = assoc_prefetch_bucket(hv);
+    ck_assert_ptr_ne(now, old);
+    bool found = false;
+    assoc_lock(hv);
+    for (uint32_t h = *now; h != SLAB_HANDLE_NONE; h = slab_handle_item(h)->h_next) {
+        found |= slab_handle_item(h) == its[0];
+    }
+    assoc_unlock(hv);
+    ck_assert(found);
+    for (unsigned i = 0; i < N; i++) {
+        delete(its[i]);
+        fake_free(its[i]);
+    }
+    free(its);
+}
+END_TEST
+
 /* --- chains ------------------------------------------------------------------------ */
 
 /* Find n keys "<prefix><i>" whose hashes share bucket and partition. */
@@ -477,6 +519,7 @@ assoc_suite(void)
     tcase_set_timeout(tl, 60);
     tcase_add_test(tl, test_insert_find_delete_many);
     tcase_add_test(tl, test_growth);
+    tcase_add_test(tl, test_prefetch_slot_survives_growth);
     suite_add_tcase(s, tl);
     return s;
 }

@@ -29,6 +29,7 @@
 #define FX_POLICY_SETUP(name)         ((void)(name))
 #define FX_POLICY_TEARDOWN()          ((void)0)
 #include "item_fixture.h"
+#include "hash.h"
 
 /* --- clock ------------------------------------------------------------------------- */
 
@@ -158,6 +159,43 @@ START_TEST(test_alloc_release_unstored_frees_chunk)
     slab_class_stats(cls, &st);
     ck_assert_uint_eq(st.used_chunks, 0);
     expect_absent("tmp");
+}
+END_TEST
+
+/* A batch prefetched together answers as one-by-one lookups do: hits with
+ * a reference, a miss, an expired item dropped and said so, a touch. */
+START_TEST(test_probed_lookups)
+{
+    struct item_probe p[5] = {
+        { .key = "a", .nkey = 1 }, { .key = "nope", .nkey = 4 },
+        { .key = "old", .nkey = 3 }, { .key = "bb", .nkey = 2 }, { .key = "a", .nkey = 1 },
+    };
+    item_miss_t miss;
+
+    ck_assert_int_eq(set("a", "one"), ITEM_OK);
+    ck_assert_int_eq(set("bb", "two"), ITEM_OK);
+    ck_assert_int_eq(store_op("old", "gone", 0, clock_now() - 1, ITEM_OP_SET, 0), ITEM_OK);
+    item_probe_prefetch(p, 5);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_uint_eq(p[i].hv, hash_key(p[i].key, p[i].nkey));
+    }
+    struct item *a = item_get_probed(&p[0], false, 0, &miss);
+    assert_item_value(a, "one");
+    ck_assert_uint_eq(item_refcount(a), 2);
+    ck_assert_ptr_null(item_get_probed(&p[1], false, 0, &miss));
+    ck_assert_int_eq(miss, ITEM_MISS_NONE);
+    ck_assert_ptr_null(item_get_probed(&p[2], false, 0, &miss));
+    ck_assert_int_eq(miss, ITEM_MISS_EXPIRED);
+    struct item *bb = item_get_probed(&p[3], true, clock_now() + 50, &miss);
+    assert_item_value(bb, "two");
+    ck_assert_uint_eq(bb->exptime, clock_now() + 50);
+    struct item *a2 = item_get_probed(&p[4], false, 0, &miss);
+    ck_assert_ptr_eq(a2, a);
+    ck_assert_uint_eq(item_refcount(a), 3);
+    item_release(a);
+    item_release(a2);
+    item_release(bb);
+    expect_absent("old");
 }
 END_TEST
 
@@ -1207,6 +1245,7 @@ item_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_clock_exptime);
     tcase_add_test(tc, test_roundtrip);
+    tcase_add_test(tc, test_probed_lookups);
     tcase_add_test(tc, test_refcount_cap);
     tcase_add_test(tc, test_alloc_try_never_evicts);
     tcase_add_test(tc, test_rebuild_asks_for_memory);

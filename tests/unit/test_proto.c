@@ -1260,6 +1260,64 @@ static size_t bin_req(unsigned char *buf, uint8_t magic, uint8_t op, uint16_t ke
     return 24;
 }
 
+static void
+expect_peeked(const struct proto_key *k, const char *want)
+{
+    ck_assert_uint_eq(k->n, strlen(want));
+    ck_assert_int_eq(memcmp(k->p, want, k->n), 0);
+}
+
+START_TEST(test_peek_keys) {
+    struct proto_key k[4];
+    size_t scanned;
+    const char *run = "mg a v q\r\nget bb\r\nmg ccc s v\nmg d b v\r\nmn\r\n";
+
+    /* one-key reads up to the first other request; a base64 key stops it */
+    ck_assert_uint_eq(proto_peek_keys(run, strlen(run), k, 4, &scanned), 3);
+    expect_peeked(&k[0], "a");
+    expect_peeked(&k[1], "bb");
+    expect_peeked(&k[2], "ccc");
+    ck_assert_uint_eq(scanned, strlen("mg a v q\r\nget bb\r\nmg ccc s v\n"));
+    /* at most max keys; scanned covers only their lines */
+    ck_assert_uint_eq(proto_peek_keys(run, strlen(run), k, 1, &scanned), 1);
+    ck_assert_uint_eq(scanned, strlen("mg a v q\r\n"));
+    /* an unfinished line, a multi-key get, a set, no key: nothing */
+    ck_assert_uint_eq(proto_peek_keys("mg a v", 6, k, 4, &scanned), 0);
+    ck_assert_uint_eq(scanned, 0);
+    ck_assert_uint_eq(proto_peek_keys("get a b\r\n", 9, k, 4, &scanned), 0);
+    ck_assert_uint_eq(proto_peek_keys("set a 0 0 1\r\nx\r\n", 17, k, 4, &scanned), 0);
+    ck_assert_uint_eq(proto_peek_keys("mg\r\n", 4, k, 4, &scanned), 0);
+}
+END_TEST
+
+START_TEST(test_bin_peek_keys) {
+    unsigned char b[200];
+    struct proto_key k[4];
+    size_t n = 0, scanned;
+
+    n += bin_req(b + n, 0x80, 0x0d, 2, 0, 2, 1, 0);     /* GETKQ "k1" */
+    memcpy(b + n, "k1", 2);
+    n += 2;
+    n += bin_req(b + n, 0x80, 0x09, 3, 0, 3, 2, 0);     /* GETQ "key" */
+    memcpy(b + n, "key", 3);
+    n += 3;
+    size_t two = n;
+    n += bin_req(b + n, 0x80, 0x0a, 0, 0, 0, 3, 0);     /* NOOP */
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, n, k, 4, &scanned), 2);
+    expect_peeked(&k[0], "k1");
+    expect_peeked(&k[1], "key");
+    ck_assert_uint_eq(scanned, two);
+    /* a request not yet whole is not looked at */
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, two - 1, k, 4, &scanned), 1);
+    ck_assert_uint_eq(scanned, 26);
+    /* a body shorter than its key, or the wrong magic: nothing */
+    bin_req(b, 0x80, 0x00, 5, 0, 2, 0, 0);
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
+    bin_req(b, 0x81, 0x00, 2, 0, 2, 0, 0);
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
+}
+END_TEST
+
 START_TEST(test_bin_parse) {
     unsigned char b[600];
     size_t n;
@@ -1409,6 +1467,8 @@ static Suite *proto_suite(void) {
     tcase_add_test(tc, test_meta_compose);
     tcase_add_test(tc, test_bin_parse);
     tcase_add_test(tc, test_bin_compose);
+    tcase_add_test(tc, test_peek_keys);
+    tcase_add_test(tc, test_bin_peek_keys);
     suite_add_tcase(s, tc);
     return s;
 }
