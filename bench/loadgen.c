@@ -93,6 +93,7 @@ static struct options {
     bool sequential;
     double get_ratio;
     unsigned multiget;          /* keys per get */
+    bool meta;                  /* gets as mg lines ended by mn */
     bool cache_aside;
     unsigned pipeline;
     double rate;                /* 0: closed loop */
@@ -656,7 +657,7 @@ static size_t
 req_max(void)
 {
     size_t set = LINE_MAX_LEN + opt.max_size + 2;
-    size_t get = 3 + (size_t)opt.multiget * (KEY_MAX + 1) + 2;
+    size_t get = 4 + (size_t)opt.multiget * (KEY_MAX + 12) + 2;
 
     return set > get ? set : get;
 }
@@ -691,17 +692,34 @@ ring_push(struct conn *c, enum req_type type, uint64_t key_num,
     c->ring_count++;
 }
 
-/* One get of --multiget keys: key_num, then further draws. */
+/* One get of --multiget keys: key_num, then further draws; with --meta
+ * one "mg <key> v k q" line per key and an "mn" to end the batch. */
 static void
 queue_get(struct conn *c, uint64_t key_num, uint64_t start)
 {
     char *p = c->wbuf + c->wtail;
-    size_t off = 3;
+    size_t off = 0;
 
-    memcpy(p, "get", 3);
+    if (!opt.meta) {
+        memcpy(p, "get", 3);
+        off = 3;
+    }
     for (unsigned i = 0; i < opt.multiget; i++) {
-        p[off++] = ' ';
+        if (opt.meta) {
+            memcpy(p + off, "mg ", 3);
+            off += 3;
+        } else {
+            p[off++] = ' ';
+        }
         off += key_format(c, i == 0 ? key_num : next_key_num(c), p + off);
+        if (opt.meta) {
+            memcpy(p + off, " v k q\r\n", 8);
+            off += 8;
+        }
+    }
+    if (opt.meta) {
+        memcpy(p + off, "mn", 2);
+        off += 2;
     }
     memcpy(p + off, "\r\n", 2);
     c->wtail += off + 2;
@@ -905,14 +923,29 @@ start_value(struct conn *c, const char *line, size_t len)
     memcpy(buf, line, len);
     buf[len] = '\0';
     strtok_r(buf, " ", &save);
-    key = strtok_r(NULL, " ", &save);
-    flags = strtok_r(NULL, " ", &save);
-    bytes = strtok_r(NULL, " ", &save);
-    cas = strtok_r(NULL, " ", &save);
-    if (!key || !flags || !bytes || strtok_r(NULL, " ", &save)) {
-        return false;
+    if (strcmp(buf, "VA") == 0) {
+        /* "VA <bytes> k<key>" (the meta flags this tool sends) */
+        char *t;
+        bytes = strtok_r(NULL, " ", &save);
+        key = NULL;
+        while ((t = strtok_r(NULL, " ", &save)) != NULL) {
+            if (t[0] == 'k') {
+                key = t + 1;
+            }
+        }
+        if (!bytes || !key) {
+            return false;
+        }
+    } else {
+        key = strtok_r(NULL, " ", &save);
+        flags = strtok_r(NULL, " ", &save);
+        bytes = strtok_r(NULL, " ", &save);
+        cas = strtok_r(NULL, " ", &save);
+        if (!key || !flags || !bytes || strtok_r(NULL, " ", &save)) {
+            return false;
+        }
+        (void)cas;
     }
-    (void)cas;
     errno = 0;
     nbytes = strtoull(bytes, &end, 10);
     if (errno || *end || end == bytes) {
@@ -928,7 +961,7 @@ start_value(struct conn *c, const char *line, size_t len)
     if (opt.verify) {
         char want[KEY_MAX + 1];
         uint64_t key_num = p->key_num;
-        if (opt.multiget > 1) {
+        if (opt.multiget > 1 || opt.meta) {
             /* answers name their keys: "<prefix><number>" */
             size_t pl = strlen(opt.prefix);
             key_num = strncmp(key, opt.prefix, pl) == 0 ?
@@ -960,14 +993,15 @@ handle_line(struct conn *c, const char *line, size_t len, uint64_t now)
         return;
     }
     is_get = c->ring[c->ring_head].type == REQ_GET;
-    if (line_is(line, len, "VALUE")) {
+    if (line_is(line, len, "VALUE") || (opt.meta && line_is(line, len, "VA"))) {
         if (!is_get || c->nvalues >= opt.multiget ||
             !start_value(c, line, len)) {
             conn_protocol_error(c, "unexpected or malformed VALUE", line, len);
         }
         return;
     }
-    if (len == 3 && memcmp(line, "END", 3) == 0) {
+    if ((len == 3 && memcmp(line, "END", 3) == 0) ||
+        (opt.meta && len == 2 && memcmp(line, "MN", 2) == 0)) {
         if (!is_get) {
             conn_protocol_error(c, "END for a set", line, len);
             return;
@@ -1537,6 +1571,8 @@ usage(FILE *f)
         "  --get-ratio F        fraction of gets, 0..1 (default 0: all sets)\n"
         "  --multiget N         keys per get (default 1); the hit ratio is\n"
         "                       then values received / keys asked for\n"
+        "  --meta               gets as meta commands: \"mg <key> v k q\" per\n"
+        "                       key, then \"mn\"\n"
         "  --cache-aside        a get miss is followed by a set of that key\n"
         "  --pipeline N         requests in flight per connection (def. 1)\n"
         "  --rate R             open loop, R requests/s in total (default 0:\n"
@@ -1567,6 +1603,7 @@ parse_options(int argc, char **argv)
         { "get-ratio", required_argument, NULL, 'g' },
         { "cache-aside", no_argument, NULL, 'a' },
         { "multiget", required_argument, NULL, 'M' },
+        { "meta", no_argument, NULL, 'm' },
         { "pipeline", required_argument, NULL, 'P' },
         { "rate", required_argument, NULL, 'r' },
         { "seed", required_argument, NULL, 'e' },
@@ -1616,6 +1653,7 @@ parse_options(int argc, char **argv)
             opt.get_ratio = parse_double("get-ratio", optarg, 0.0, 1.0);
             break;
         case 'a': opt.cache_aside = true; break;
+        case 'm': opt.meta = true; break;
         case 'M':
             opt.multiget = (unsigned)parse_u64("multiget", optarg, 1, MAX_MULTIGET);
             break;
@@ -1655,8 +1693,8 @@ parse_options(int argc, char **argv)
     if (strpbrk(opt.prefix, " \r\n\t")) {
         die("--key-prefix must not contain whitespace");
     }
-    if (opt.multiget > 1 && (opt.cache_aside || opt.sequential)) {
-        die("--multiget is not combined with --cache-aside or --sequential");
+    if ((opt.multiget > 1 || opt.meta) && (opt.cache_aside || opt.sequential)) {
+        die("--multiget and --meta are not combined with --cache-aside or --sequential");
     }
     if (opt.threads > opt.conns) {
         opt.threads = opt.conns;

@@ -25,8 +25,11 @@ struct outq;
 struct stats_thread;
 
 /* Values shorter than this are copied into the output queue; longer ones
- * are queued by reference (the item stays pinned until sent). */
+ * are queued by reference (the item stays pinned until sent). Re-measured
+ * at 100 keys per get (notes/performance.md, "Multi-get"). */
+#ifndef DISPATCH_COPY_MAX
 #define DISPATCH_COPY_MAX 256
+#endif
 
 /* Keys of a multi-get hashed and prefetched together (dispatch_get_keys);
  * chosen by measurement (notes/performance.md, "Multi-get"). */
