@@ -532,6 +532,8 @@ struct conn {
     enum parse_state pstate;
     bool got_value;
     unsigned nvalues;           /* VALUEs in the response being read */
+    uint64_t *batch_keys;       /* multi-get: keys asked, multiget per ring slot */
+    unsigned match_pos;         /* --verify: next asked key an answer may be */
     uint64_t data_len;          /* value length from the VALUE line */
     uint64_t data_pos;          /* bytes of value + CRLF consumed */
     uint64_t want_off;          /* pattern offset the value should have */
@@ -699,6 +701,8 @@ queue_get(struct conn *c, uint64_t key_num, uint64_t start)
 {
     char *p = c->wbuf + c->wtail;
     size_t off = 0;
+    uint64_t *asked = c->batch_keys == NULL ? NULL :
+        c->batch_keys + (size_t)((c->ring_head + c->ring_count) % opt.pipeline) * opt.multiget;
 
     if (!opt.meta) {
         memcpy(p, "get", 3);
@@ -711,7 +715,11 @@ queue_get(struct conn *c, uint64_t key_num, uint64_t start)
         } else {
             p[off++] = ' ';
         }
-        off += key_format(c, i == 0 ? key_num : next_key_num(c), p + off);
+        uint64_t k = i == 0 ? key_num : next_key_num(c);
+        if (asked != NULL) {
+            asked[i] = k;
+        }
+        off += key_format(c, k, p + off);
         if (opt.meta) {
             memcpy(p + off, " v k q\r\n", 8);
             off += 8;
@@ -894,6 +902,7 @@ complete_request(struct conn *c, enum rsp_type type, uint64_t now)
     st->rsp[type]++;
     if (p->type == REQ_GET) {
         st->get_keys += opt.multiget;
+        st->values += c->nvalues;
     }
     hist_record(&st->lat, now > p->start_ns ? now - p->start_ns : 0);
     if (type == RSP_MISS && opt.cache_aside) {
@@ -906,6 +915,25 @@ complete_request(struct conn *c, enum rsp_type type, uint64_t now)
     c->ring_count--;
     c->got_value = false;
     c->nvalues = 0;
+    c->match_pos = 0;
+}
+
+/* --verify of a multi-get: the answers must be the keys asked, in order,
+ * misses left out (an in-order subsequence); false if key_num is not the
+ * next one (a key skipped past, repeated, reordered or never asked). */
+static bool
+batch_match(struct conn *c, uint64_t key_num)
+{
+    const uint64_t *asked = c->batch_keys + (size_t)c->ring_head * opt.multiget;
+
+    while (c->match_pos < opt.multiget && asked[c->match_pos] != key_num) {
+        c->match_pos++;
+    }
+    if (c->match_pos == opt.multiget) {
+        return false;
+    }
+    c->match_pos++;
+    return true;
 }
 
 /* Parse "VALUE <key> <flags> <bytes>[ <cas>]" and switch to data mode. */
@@ -956,7 +984,6 @@ start_value(struct conn *c, const char *line, size_t len)
     c->data_pos = 0;
     c->got_value = true;
     c->nvalues++;
-    c->w->st.values++;
     c->verify_value = false;
     if (opt.verify) {
         char want[KEY_MAX + 1];
@@ -966,6 +993,9 @@ start_value(struct conn *c, const char *line, size_t len)
             size_t pl = strlen(opt.prefix);
             key_num = strncmp(key, opt.prefix, pl) == 0 ?
                       strtoull(key + pl, NULL, 10) : UINT64_MAX;
+            if (!batch_match(c, key_num)) {
+                key_num = UINT64_MAX;   /* counted as a mismatch below */
+            }
         }
         size_t klen = key_format(c, key_num, want);
         uint64_t h = key_hash(want, klen);
@@ -1262,6 +1292,9 @@ conn_init(struct worker *w, struct conn *c, unsigned id)
     c->rbuf = xcalloc(1, RBUF_SIZE);
     c->ring = xcalloc(opt.pipeline, sizeof(*c->ring));
     c->fills = xcalloc(2 * opt.pipeline, sizeof(*c->fills));
+    if (opt.multiget > 1 || opt.meta) {
+        c->batch_keys = xcalloc((size_t)opt.pipeline * opt.multiget, sizeof(*c->batch_keys));
+    }
 }
 
 static void
@@ -1321,6 +1354,7 @@ conn_free(struct conn *c)
     free(c->wbuf);
     free(c->rbuf);
     free(c->ring);
+    free(c->batch_keys);
     free(c->fills);
 }
 

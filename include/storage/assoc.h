@@ -47,6 +47,7 @@ const uint32_t *assoc_prefetch_bucket(uint32_t hv);
 void         assoc_prefetch_head(const uint32_t *slot);
 
 uint64_t     assoc_buckets(void);          /* total buckets, all partitions */
+uint64_t     assoc_retired_buckets(void);  /* in replaced arrays kept for prefetches */
 uint64_t     assoc_expansions(void);
 
 #endif

@@ -794,8 +794,11 @@ conn_process(struct conn *c)
                 event_active(c->ev_read, EV_READ, 0);
                 break;
             }
-            if (c->state == CONN_CMD && c->rpos >= c->peek_end) {
-                /* pipelined one-key reads: warm their lookups together */
+            if (c->state == CONN_CMD && c->rpos >= c->peek_end &&
+                (c->authenticated || settings.auth_file == NULL) &&
+                (c->d.sasl.ok || !settings.sasl)) {
+                /* pipelined one-key reads (of a client allowed to read):
+                 * warm their lookups together */
                 c->peek_end = c->rpos + dispatch_prefetch(c->rbuf + c->rpos,
                                                           c->rlen - c->rpos, c->binary);
             }

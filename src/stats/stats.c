@@ -316,7 +316,9 @@ emit_general(stats_emit_fn emit, void *ctx)
         power++;
     }
     emit_u64(emit, ctx, "hash_power_level", power);
-    emit_u64(emit, ctx, "hash_bytes", buckets * sizeof(uint32_t));   /* handles */
+    /* handles, live and in arrays a doubling replaced (kept for prefetches) */
+    emit_u64(emit, ctx, "hash_bytes",
+             (buckets + assoc_retired_buckets()) * sizeof(uint32_t));
     emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "slab_reassign_rescues", is.slab_rescues);
     emit_zeros(emit, ctx, no_page_mover);

@@ -7,11 +7,13 @@
  *
  * Multi-gets prefetch buckets and chain heads without the lock
  * (assoc_prefetch_*). For that, a partition's bucket array and power are
- * published with atomic stores (array before power, so a reader that sees
- * the new power sees the new array), bucket words are stored atomically,
- * and an array replaced by a doubling is retired, not freed, until
- * teardown: an unlocked reader may still hold it. The retired arrays
- * together are smaller than the live one (each is half the next).
+ * published with release stores, array first, and read with acquire loads,
+ * power first: a reader that sees the new power sees the new array (the
+ * index stays in bounds), and one that sees the new array sees it filled.
+ * Bucket words are stored atomically, and an array replaced by a doubling
+ * is retired, not freed, until teardown: an unlocked reader may still hold
+ * it. The retired arrays together are smaller than the live one (each is
+ * half the next); `hash_bytes` counts them.
  */
 #include "assoc.h"
 
@@ -45,6 +47,7 @@ struct partition {
 static struct partition parts[ASSOC_PARTITIONS];
 static _Atomic uint64_t total_buckets;
 static _Atomic uint64_t expansions;
+static _Atomic uint64_t retired_buckets;    /* in arrays kept until teardown */
 
 static inline struct partition *
 part_of(uint32_t hv)
@@ -84,6 +87,7 @@ assoc_setup(uint32_t hashpower)
     }
     atomic_store(&total_buckets, (uint64_t)ASSOC_PARTITIONS << power);
     atomic_store(&expansions, 0);
+    atomic_store(&retired_buckets, 0);
     return 0;
 }
 
@@ -165,9 +169,10 @@ partition_grow(struct partition *p)
         }
     }
     p->retired[p->nretired++] = p->buckets;
-    __atomic_store_n(&p->buckets, nb, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->buckets, nb, __ATOMIC_RELEASE);
     __atomic_store_n(&p->power, new_power, __ATOMIC_RELEASE);
     atomic_fetch_add(&total_buckets, old_n);
+    atomic_fetch_add(&retired_buckets, old_n);
     atomic_fetch_add(&expansions, 1);
 }
 
@@ -228,7 +233,7 @@ assoc_prefetch_bucket(uint32_t hv)
 {
     struct partition *p = part_of(hv);
     uint32_t power = __atomic_load_n(&p->power, __ATOMIC_ACQUIRE);
-    uint32_t *buckets = __atomic_load_n(&p->buckets, __ATOMIC_RELAXED);
+    uint32_t *buckets = __atomic_load_n(&p->buckets, __ATOMIC_ACQUIRE);
     const uint32_t *slot = &buckets[(hv >> PART_BITS) & ((1u << power) - 1)];
 
     __builtin_prefetch(slot);
@@ -254,6 +259,12 @@ uint64_t
 assoc_buckets(void)
 {
     return atomic_load(&total_buckets);
+}
+
+uint64_t
+assoc_retired_buckets(void)
+{
+    return atomic_load(&retired_buckets);
 }
 
 uint64_t

@@ -18,13 +18,104 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "dispatch.h"
 #include "evict.h"
+#include "outq.h"
+#include "stats.h"
 
 #define FX_ALLOC(k, n, f, e, v, out)  cache_alloc(k, n, f, e, v, out)
 #define FX_STORE(it, op, cas)         cache_store(it, op, cas)
 #define FX_POLICY_SETUP(name)         ck_assert_int_eq(evict_setup(name), 0)
 #define FX_POLICY_TEARDOWN()          evict_teardown()
 #include "item_fixture.h"
+
+/* --- multi-get windows ------------------------------------------------------------------------------------ */
+
+static char sink[64 * 1024];
+static size_t sink_len;
+
+static ssize_t
+sink_writev(void *ctx, const struct iovec *iov, int n)
+{
+    size_t total = 0;
+
+    (void)ctx;
+    for (int i = 0; i < n; i++) {
+        ck_assert_uint_le(sink_len + iov[i].iov_len, sizeof(sink));
+        memcpy(sink + sink_len, iov[i].iov_base, iov[i].iov_len);
+        sink_len += iov[i].iov_len;
+        total += iov[i].iov_len;
+    }
+    return (ssize_t)total;
+}
+
+static void
+drain(struct outq *q)
+{
+    while (outq_pending(q) > 0) {
+        ck_assert_int_gt(outq_write_with(q, sink_writev, NULL), 0);
+    }
+}
+
+/*
+ * A get of 40 keys (every fifth missing, one asked twice) answered with
+ * the output bound paused after every k-th answer, for every k: the pause
+ * falls at every position of a prefetch window, and each time the answer
+ * is the same bytes as without a pause, every key once and in order.
+ */
+START_TEST(test_mget_pause_at_any_key)
+{
+    static struct stats_thread st;
+    char line[1024], want[16 * 1024];
+    size_t len = 0, wlen = 0;
+
+    len += (size_t)snprintf(line, sizeof(line), "get");
+    for (int i = 0; i < 40; i++) {
+        int k = i == 25 ? 7 : i;        /* key 7 asked twice */
+        char key[16], val[16];
+        snprintf(key, sizeof(key), "mk%d", k);
+        snprintf(val, sizeof(val), "value-%d", k);
+        if (i != 25 && k % 5 != 3) {
+            ck_assert_int_eq(set(key, val), ITEM_OK);
+        }
+        len += (size_t)snprintf(line + len, sizeof(line) - len, " %s", key);
+        if (k % 5 != 3) {
+            wlen += (size_t)snprintf(want + wlen, sizeof(want) - wlen,
+                                     "VALUE %s 0 %zu\r\n%s\r\n", key, strlen(val), val);
+        }
+    }
+    len += (size_t)snprintf(line + len, sizeof(line) - len, "\r\n");
+    wlen += (size_t)snprintf(want + wlen, sizeof(want) - wlen, "END\r\n");
+
+    for (size_t limit = 1; limit <= 40 * 24; limit += 23) {
+        struct outq q;
+        struct proto_req req;
+        size_t used;
+        outq_init(&q, dispatch_ref_release);
+        struct dispatch_ctx d = { .out = &q, .stats = &st, .out_limit = limit,
+                                  .out_copy_limit = SIZE_MAX, .out_segs_limit = UINT32_MAX,
+                                  .fd = -1 };
+        sink_len = 0;
+        ck_assert_int_eq(proto_parse(line, len, &req, &used), PROTO_OK);
+        dispatch_result_t r = dispatch_request(&d, &req);
+        int pauses = 0;
+        while (r == DISPATCH_MORE_KEYS) {
+            drain(&q);
+            pauses++;
+            req.keys = d.mget.resume;   /* what the connection resumes with */
+            r = dispatch_get_keys(&d, &req);
+            if (r == DISPATCH_DONE) {
+                dispatch_get_finish(&d, NULL);
+            }
+        }
+        drain(&q);
+        ck_assert_uint_eq(sink_len, wlen);
+        ck_assert_int_eq(memcmp(sink, want, wlen), 0);
+        ck_assert_int_gt(pauses, limit < 40 * 20 ? 0 : -1);
+        outq_free(&q);
+    }
+}
+END_TEST
 
 /* --- eviction ------------------------------------------------------------------------------------------ */
 
@@ -546,6 +637,7 @@ cache_suite(void)
     tcase_add_test(tc, test_lru_reclaims_expired_first);
     tcase_add_test(tc, test_lru_evicts_when_all_recently_read);
     tcase_add_test(tc, test_lru_evicts_single_recently_read);
+    tcase_add_test(tc, test_mget_pause_at_any_key);
     suite_add_tcase(s, tc);
 
     tcase_add_checked_fixture(tn, setup_none, teardown_storage);

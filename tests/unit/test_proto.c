@@ -1287,6 +1287,12 @@ START_TEST(test_peek_keys) {
     ck_assert_uint_eq(proto_peek_keys("get a b\r\n", 9, k, 4, &scanned), 0);
     ck_assert_uint_eq(proto_peek_keys("set a 0 0 1\r\nx\r\n", 17, k, 4, &scanned), 0);
     ck_assert_uint_eq(proto_peek_keys("mg\r\n", 4, k, 4, &scanned), 0);
+    /* gets counts; a NUL is just a byte of the key here (the parse that
+     * answers decides what it means) */
+    ck_assert_uint_eq(proto_peek_keys("gets ab\r\nget x\0y\r\n", 18, k, 4, &scanned), 2);
+    expect_peeked(&k[0], "ab");
+    ck_assert_uint_eq(k[1].n, 3);
+    ck_assert_uint_eq(scanned, 18);
 }
 END_TEST
 
@@ -1314,6 +1320,11 @@ START_TEST(test_bin_peek_keys) {
     bin_req(b, 0x80, 0x00, 5, 0, 2, 0, 0);
     ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
     bin_req(b, 0x81, 0x00, 2, 0, 2, 0, 0);
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
+    /* a body past the buffer (up to 4 GB), extras past the body: nothing */
+    bin_req(b, 0x80, 0x00, 2, 0, 0xffffffffu, 0, 0);
+    ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
+    bin_req(b, 0x80, 0x00, 2, 255, 2, 0, 0);
     ck_assert_uint_eq(proto_bin_peek_keys((char *)b, 60, k, 4, &scanned), 0);
 }
 END_TEST
