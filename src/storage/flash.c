@@ -624,8 +624,7 @@ writer_rescue(void)
     pthread_mutex_lock(&fl.lock);
     struct flash_slot *s = slot_of(fl.next_seq);
     uint32_t seq = atomic_load(&s->seq), bytes = (uint32_t)s->bytes;
-    bool due = fn != NULL && seq != 0 && seq != fl.rescued_seq &&
-               atomic_load(&s->state) == SLOT_WRITTEN;
+    bool due = fn != NULL && rescue_due();
     pthread_mutex_unlock(&fl.lock);
     if (!due) {
         return;
