@@ -394,6 +394,37 @@ evict_undamp(struct evict_req *req)
     return true;
 }
 
+static bool
+slab_owned_by(uint32_t sid, uint8_t cls)
+{
+    struct slab_info info;
+
+    return slab_table_info(sid, &info) && info.cls == cls;
+}
+
+/*
+ * The victim is a slab of the class asking: re-carving it for the same
+ * class would gain nothing and could rescue none of its read items (their
+ * class's free chunks would have to come from the slab itself), so a
+ * class holding one slab lost every item at each slab eviction (plain
+ * `lrc` at -m 64 on the mixed load: 22 items kept in a 12 KB class where
+ * `lru` kept 82). Its items are judged in place instead. A slab whose
+ * items were all read since the hand passed frees nothing now (their
+ * marks are cleared) and the next pick is tried.
+ */
+static evict_rstatus_t
+evict_slab_own(uint32_t sid, struct evict_req *req)
+{
+    uint32_t got = item_slab_sweep(sid, req->cls);
+
+    if (got == 0) {
+        return EVICT_FAIL;
+    }
+    req->freed = got;
+    req->sid = sid;
+    return EVICT_OK;
+}
+
 evict_rstatus_t
 evict_slab(uint32_t sid, struct evict_req *req)
 {
@@ -402,6 +433,9 @@ evict_slab(uint32_t sid, struct evict_req *req)
     }
     if (evict_slab_spared(sid, req)) {
         return EVICT_FAIL;
+    }
+    if (slab_owned_by(sid, req->cls)) {
+        return evict_slab_own(sid, req);
     }
     switch (item_slab_evict(sid, req->cls)) {
     case ITEM_SLAB_OK:

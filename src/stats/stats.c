@@ -377,6 +377,8 @@ emit_general(stats_emit_fn emit, void *ctx)
     }
     /* slabcache's own. */
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
+    /* the classes' probation FIFOs (item_clock.c), outside -m */
+    emit_u64(emit, ctx, "probation_bytes", item_probation_bytes());
     emit_u64(emit, ctx, "total_malloced", slab_malloced());
 #define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
     STATS_SLAB_EVICT_GLOBAL(EMIT_GLOBAL)

@@ -57,6 +57,7 @@ item_setup(bool use_cas)
 void
 item_teardown(void)
 {
+    item_probation_teardown();
     memset(item_classes, 0, sizeof(item_classes));
 }
 
@@ -101,8 +102,9 @@ item_is_dead(struct item *it, rel_time_t now)
 
 /* --- link / unlink (partition lock held) ---------------------------------- */
 
-void
-do_item_link(struct item *it, uint32_t hv)
+/* fresh: a key the cache did not hold, so the item starts on probation. */
+static void
+item_link(struct item *it, uint32_t hv, bool fresh)
 {
     struct item_class_state *l = class_state_of(it);
 
@@ -112,10 +114,19 @@ do_item_link(struct item *it, uint32_t hv)
     /* The hash table's reference and the flag in one atomic step. */
     atomic_fetch_add(&it->refs, 1u | (uint32_t)ITEM_LINKED << ITEM_REF_BITS);
     assoc_insert(it, hv);
+    if (fresh) {
+        item_probation_push(it);
+    }
     slab_touch(slab_sid_of(it));
     atomic_fetch_add_explicit(&l->number, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->total_items, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
+}
+
+void
+do_item_link(struct item *it, uint32_t hv)
+{
+    item_link(it, hv, true);
 }
 
 /* Remove from the hash table. Caller must item_release() the link's ref. */
@@ -144,8 +155,14 @@ do_item_unlink(struct item *it, uint32_t hv)
 void
 do_item_replace(struct item *old, struct item *it, uint32_t hv)
 {
+    /* A new value for a key whose value was read has earned its place:
+     * with every overwrite of a hot key on probation, new keys were judged
+     * sooner and the mixed load's gain (0.013 in simulation) vanished. An
+     * overwrite of a value nobody read is as new as a new key (0.001). */
+    bool fresh = !(item_iflags(old) & ITEM_FETCHED);
+
     do_item_unlink(old, hv);
-    do_item_link(it, hv);
+    item_link(it, hv, fresh);
 }
 
 void

@@ -4,10 +4,20 @@
  * (the cache layer asks the eviction policies when that fails); the sweep
  * that frees chunks for item-level eviction (a second chance for items
  * read since the hand last passed).
+ *
+ * New items are on probation first, as in S3-FIFO's small queue (and in
+ * the spirit of memcached's HOT segment): each class keeps a FIFO of the
+ * items it stored most recently, about a tenth of its chunks. While the
+ * FIFO is that full, the oldest new item never read goes before the hand
+ * is asked; one read stays where it is and leaves probation. With a plain
+ * CLOCK every item stored after a miss held its chunk for a whole lap of
+ * the hand, read or not: on the mixed-size Zipf load that put `lru` 0.004
+ * below memcached's segmented LRU at -m 64 (notes/eviction.md).
  */
 #include "item.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "assoc.h"
@@ -17,6 +27,18 @@
 #define CLOCK_SEARCH_DEPTH  5     /* busy items passed over per freed one */
 #define CLOCK_RESCUE_MAX    32    /* active items given a second chance per freed one */
 #define CLOCK_SCAN_EXTRA    256   /* chunks a sweep may pass beyond two slabs' worth */
+#define PROBATION_PCT       10    /* of a class's chunks: the FIFO's quota */
+#define PROBATION_MIN_CAP   16    /* entries of a ring's first allocation */
+#define PROBATION_LOOKS     64    /* entries judged per call, at most */
+
+/* A new item's place in its class's probation FIFO. */
+struct item_probation {
+    uint32_t handle;    /* slab_handle() of its chunk */
+    uint32_t tag;       /* low bits of its CAS: a later item in the chunk differs */
+};
+
+static _Atomic uint64_t probation_bytes;
+
 
 /* --- allocation ------------------------------------------------------------ */
 
@@ -156,11 +178,186 @@ clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
     return freed;
 }
 
-/* The sweep proper (see the file header). */
+/* --- probation ----------------------------------------------------------- */
+
+/* Chunks the class holds now. */
+static uint64_t
+class_chunks(uint8_t cls)
+{
+    return (uint64_t)slab_class_slabs(cls) * slab_class_perslab(cls);
+}
+
+/* Entries the FIFO holds before its oldest are judged. */
+static uint32_t
+probation_quota(uint8_t cls)
+{
+    uint64_t q = class_chunks(cls) * PROBATION_PCT / 100;
+
+    return q > 0 ? (uint32_t)q : 1;
+}
+
+static uint32_t
+pow2_at_least(uint64_t n)
+{
+    uint32_t cap = PROBATION_MIN_CAP;
+
+    while (cap < n && cap < (1u << 31)) {
+        cap <<= 1;
+    }
+    return cap;
+}
+
+/* Class lock held; cap a power of two >= prob_count. False on malloc
+ * failure (the ring is unchanged). */
+static bool
+probation_resize(struct item_class_state *l, uint32_t cap)
+{
+    struct item_probation *r = malloc((size_t)cap * sizeof(*r));
+
+    if (r == NULL) {
+        return false;
+    }
+    for (uint32_t i = 0; i < l->prob_count; i++) {
+        r[i] = l->prob[(l->prob_head + i) & (l->prob_cap - 1)];
+    }
+    if (cap > l->prob_cap) {
+        atomic_fetch_add_explicit(&probation_bytes,
+                                  (uint64_t)(cap - l->prob_cap) * sizeof(*r),
+                                  memory_order_relaxed);
+    } else {
+        atomic_fetch_sub_explicit(&probation_bytes,
+                                  (uint64_t)(l->prob_cap - cap) * sizeof(*r),
+                                  memory_order_relaxed);
+    }
+    free(l->prob);
+    l->prob = r;
+    l->prob_cap = cap;
+    l->prob_head = 0;
+    return true;
+}
+
+/*
+ * A new item joins its class's FIFO. Nothing is judged before the class
+ * runs out of memory, so while it fills the FIFO holds every new item,
+ * up to one entry per chunk of the class; it shrinks back once judging
+ * brings it down to its quota (probation_evict). Only if it cannot grow
+ * does its oldest entry leave unjudged (counted in prob_owed).
+ */
+void
+item_probation_push(struct item *it)
+{
+    /* A stub is the flash tier's index entry, not a newly stored value. */
+    if (item_iflags(it) & ITEM_FLASH) {
+        return;
+    }
+    uint8_t cls = slab_cls_of(it);
+    struct item_class_state *l = &item_classes[cls];
+
+    slab_lock(cls);
+    if (l->prob_count == l->prob_cap) {
+        uint32_t most = pow2_at_least(class_chunks(cls));
+        if (l->prob_cap >= most ||
+            !probation_resize(l, l->prob_cap > 0 ? 2 * l->prob_cap : PROBATION_MIN_CAP)) {
+            if (l->prob_cap == 0) {
+                slab_unlock(cls);
+                return;
+            }
+            l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
+            l->prob_count--;
+            l->prob_owed++;
+        }
+    }
+    uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
+    l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
+                                           .tag = (uint32_t)item_cas(it) };
+    l->prob_count++;
+    slab_unlock(cls);
+}
+
+/*
+ * Class lock held: while the FIFO holds its quota, its oldest entries are
+ * judged. An item never read since it was stored goes; one read stays and
+ * leaves probation (the hand gives it its second chance later); an entry
+ * whose chunk now holds something else, or whose slab left the class, is
+ * dropped. Returns the chunks freed into the class.
+ */
+static uint32_t
+probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
+{
+    struct item_class_state *l = &item_classes[cls];
+    uint32_t quota = probation_quota(cls), freed = 0;
+
+    for (int looks = 0; looks < PROBATION_LOOKS && freed < max &&
+                        l->prob_count > 0 && l->prob_count >= quota; looks++) {
+        struct item_probation e = l->prob[l->prob_head];
+        l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
+        l->prob_count--;
+        struct item *it = slab_handle_item(e.handle);
+        uint32_t hv;
+        /* Under the class lock a slab of cls stays cls's: if it is still,
+         * the handle is a chunk boundary of this class's geometry. */
+        if (slab_cls_of(it) != cls) {
+            continue;
+        }
+        clock_verdict_t v = clock_examine(it, now, &hv);
+        if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
+            continue;
+        }
+        if ((uint32_t)item_cas(it) != e.tag ||
+            (item_iflags(it) & (ITEM_FETCHED | ITEM_FLASH))) {
+            assoc_unlock(hv);
+            continue;
+        }
+        clock_drop(cls, it, hv, v == CLOCK_DEAD, now);
+        freed++;
+    }
+    /* Back near its quota after a fill: give the memory back. */
+    uint32_t keep = pow2_at_least(2 * (uint64_t)quota);
+    if (l->prob_cap > 2 * keep && l->prob_count < keep) {
+        (void)probation_resize(l, keep);
+    }
+    return freed;
+}
+
+void
+item_probation_teardown(void)
+{
+    for (size_t c = 0; c < sizeof(item_classes) / sizeof(item_classes[0]); c++) {
+        free(item_classes[c].prob);
+        item_classes[c].prob = NULL;
+        item_classes[c].prob_cap = item_classes[c].prob_head = item_classes[c].prob_count = 0;
+        item_classes[c].prob_owed = 0;
+        item_classes[c].prob_hand_turn = false;
+    }
+    atomic_store(&probation_bytes, 0);
+}
+
+uint64_t
+item_probation_bytes(void)
+{
+    return atomic_load_explicit(&probation_bytes, memory_order_relaxed);
+}
+
+/*
+ * The sweep proper (see the file header): probation first, then the hand.
+ * Items that left the FIFO unjudged (it could not grow) are reached only
+ * by the hand: until it has evicted as many, it goes first every other
+ * sweep, so a stream of new keys nobody reads cannot churn the FIFO alone
+ * while those stay for good.
+ */
 uint32_t
 item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
 {
+    struct item_class_state *l = &item_classes[cls];
     uint32_t freed = 0;
+
+    l->prob_hand_turn = l->prob_owed > 0 && !l->prob_hand_turn;
+    if (!l->prob_hand_turn) {
+        freed = probation_evict(cls, max, now);
+        if (freed >= max) {
+            return freed;
+        }
+    }
     int busy = CLOCK_SEARCH_DEPTH, rescues = CLOCK_RESCUE_MAX;
     /* Enough to pass a slab being drained and the hand's wrap. */
     uint64_t budget = 2 * (uint64_t)slab_class_perslab(cls) + CLOCK_SCAN_EXTRA;
@@ -189,6 +386,9 @@ item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
             continue;
         }
         clock_drop(cls, it, hv, v == CLOCK_DEAD, now);
+        if (l->prob_owed > 0) {
+            l->prob_owed--;
+        }
         if (++freed == max) {
             break;
         }

@@ -32,6 +32,13 @@ struct item_class_state {
     ITEM_CLASS_STATS(ITEM_STAT_COUNTER)
 #undef ITEM_STAT_COUNTER
     _Atomic bool ttl_seen;          /* an item with an exptime was stored */
+    /* The probation FIFO (item_clock.c), class lock held: a ring. */
+    struct item_probation *prob;
+    uint32_t         prob_cap;      /* a power of two, or 0 */
+    uint32_t         prob_head;
+    uint32_t         prob_count;
+    uint64_t         prob_owed;     /* left the FIFO unjudged: the hand's first */
+    bool             prob_hand_turn;
     _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
     _Atomic uint64_t crawler_items_checked;
 };
@@ -125,6 +132,10 @@ bool          item_class_drop_locked(struct item_class_state *l, struct item *it
  * stub, its record appended to flash; false (nothing changed) if it is
  * not to be kept or there is no room. */
 bool          item_flash_stash(struct item *it, uint32_t hv, rel_time_t now);
+/* Partition lock held, not the class lock: a new item enters probation. */
+void          item_probation_push(struct item *it);
+/* Rings freed (item_teardown). */
+void          item_probation_teardown(void);
 /* Class lock held: the sweep; chunks freed into the class. */
 uint32_t      item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now);
 

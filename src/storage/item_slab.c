@@ -163,6 +163,78 @@ item_slab_evict(uint32_t sid, uint8_t cls)
     return ITEM_SLAB_OK;
 }
 
+/*
+ * Both locks held for a live, unreferenced item of a slab swept in place:
+ * an item read since the CLOCK hand last passed stays where it is (its
+ * second chance, as slab_rescue gives it when the slab leaves); the rest is
+ * dropped. Returns whether its chunk was freed.
+ */
+static bool
+sweep_item_locked(uint8_t cls, uint32_t sid, struct item *it, uint32_t hv, rel_time_t now)
+{
+    struct item_class_state *l = &item_classes[cls];
+    bool dead = item_is_dead(it, now);
+
+    if (!dead && (item_iflags(it) & ITEM_ACTIVE) &&
+        atomic_load_explicit(&item_slab_rescue_on, memory_order_relaxed)) {
+        item_iflags_clear(it, ITEM_ACTIVE);
+        it->time = now;
+        l->slab_rescues++;
+        return false;
+    }
+    if (item_class_drop_locked(l, it, hv, dead, now) && !dead) {
+        l->evicted--;
+        l->evicted_by_slab++;
+    }
+    slab_free_locked(cls, sid, it);
+    return true;
+}
+
+/* One chunk of a slab being swept; true if it is free afterwards. */
+static bool
+sweep_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
+{
+    if (item_iflags(it) & ITEM_FREE) {
+        return true;
+    }
+    uint32_t hv = item_hash(it);        /* racy: re-checked under the locks */
+    if (!assoc_lock_patiently(hv)) {
+        return false;
+    }
+    slab_lock(cls);
+    bool freed = (item_iflags(it) & ITEM_FREE) != 0;
+    if (!freed && !chunk_busy(it) && item_hash(it) == hv) {
+        freed = sweep_item_locked(cls, sid, it, hv, now);
+    }
+    slab_unlock(cls);
+    assoc_unlock(hv);
+    return freed;
+}
+
+uint32_t
+item_slab_sweep(uint32_t sid, uint8_t cls)
+{
+    uint8_t owner = slab_drain_begin(sid);
+
+    if (owner == 0) {
+        return 0;
+    }
+    uint32_t freed = 0;
+    if (owner == cls) {
+        uint32_t n = slab_class_perslab(cls);
+        rel_time_t now = clock_now();
+        for (uint32_t i = 0; i < n; i++) {
+            freed += sweep_chunk(cls, sid, slab_chunk_in(sid, cls, i), now);
+        }
+    }
+    /* Its free chunks go back to the class; it counts as carved now. */
+    slab_drain_abort(owner, sid);
+    if (owner == cls) {
+        slab_renew(sid);
+    }
+    return freed;
+}
+
 /* --- walking live items ------------------------------------------------------- */
 
 /*

@@ -181,6 +181,43 @@ key_in_slab(const char *prefix, uint32_t n, uint32_t sid, char *out, size_t cap)
     item_release(it);
 }
 
+static bool
+present(const char *prefix, uint32_t i)
+{
+    char key[32];
+
+    snprintf(key, sizeof(key), "%s%u", prefix, i);
+    struct item *it = item_get(key, strlen(key), false, 0, NULL);
+    if (it == NULL) {
+        return false;
+    }
+    ck_assert(verify(it));
+    item_release(it);
+    return true;
+}
+
+static uint32_t
+count_present(const char *prefix, uint32_t n)
+{
+    uint32_t found = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        found += present(prefix, i);
+    }
+    return found;
+}
+
+static void
+store_n(const char *prefix, uint32_t n)
+{
+    char key[32];
+
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "%s%u", prefix, i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+}
+
 START_TEST(test_none_refuses_when_full)
 {
     uint32_t n = fill_small("a");
@@ -715,19 +752,114 @@ slab_evict_with_reads(bool rescue, uint32_t nread)
             ck_assert_ptr_null(it);
         }
     }
-    /* the rescued items took the places of the class's coldest: the
-     * first unread items the hand met after slab 0, in slab 1 */
+    /* the rescued items took the places of as many of the class's
+     * coldest: unread items of the other slabs (the oldest on probation) */
     if (rescue) {
-        for (uint32_t i = per; i < per + nread; i++) {
-            snprintf(key, sizeof(key), "a%u", i);
-            ck_assert_ptr_null(item_get(key, strlen(key), false, 0, NULL));
+        uint32_t others = 0;
+        for (uint32_t i = per; i < n; i++) {
+            others += present("a", i);
         }
-        snprintf(key, sizeof(key), "a%u", per + nread);
-        struct item *it = item_get(key, strlen(key), false, 0, NULL);
-        ck_assert_ptr_nonnull(it);
-        item_release(it);
+        ck_assert_uint_eq(others, n - per - nread);
     }
 }
+
+/* --- probation (item_clock.c) and own-slab sweeps ------------------------ */
+
+/*
+ * One slab of class A, its items all read; then two slabs' worth of new
+ * keys nobody reads. A plain CLOCK clears the read marks on its first lap
+ * and evicts every old item on its second; with probation the new keys
+ * displace each other, and the old items lose only what the hand takes
+ * (one sweep in PROBATION_HAND_EVERY, and those while the FIFO fills).
+ */
+START_TEST(test_probation_spares_read_items)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    uint32_t per = slab_class_perslab(a);
+
+    teardown();
+    setup_with(1, "lru");
+    store_n("old", per);
+    ck_assert_uint_eq(count_present("old", per), per);     /* every one read */
+    store_n("new", 2 * per);
+    uint32_t kept = count_present("old", per);
+    ck_assert_uint_ge(kept, per / 2);
+    ck_assert_uint_le(kept, per);
+    /* the new keys evicted each other: the most recent are still there */
+    ck_assert(present("new", 2 * per - 1));
+}
+END_TEST
+
+/*
+ * A new value for a key whose value was read is not on probation: after
+ * the old keys are all read and then all overwritten (new items, unread),
+ * a stream of new keys still displaces mostly itself.
+ */
+START_TEST(test_probation_skips_overwrites)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    uint32_t per = slab_class_perslab(a);
+
+    teardown();
+    setup_with(1, "lru");
+    store_n("old", per);
+    ck_assert_uint_eq(count_present("old", per), per);
+    store_n("old", per);                                    /* overwrites */
+    store_n("new", 2 * per);
+    ck_assert_uint_ge(count_present("old", per), per / 2);
+}
+END_TEST
+
+/*
+ * A plain slab-level policy whose victim is the asking class's own slab
+ * judges its items in place: the read ones stay, the others go, and the
+ * class keeps its slabs. Re-carving it instead would have lost the read
+ * items or pushed out items of the class's other slab to rescue them.
+ */
+START_TEST(test_own_slab_swept_in_place)
+{
+    uint8_t a = cls_of(SMALL_LEN);
+    uint32_t per = slab_class_perslab(a);
+    char key[32];
+
+    teardown();
+    setup_with(2, "lrc");
+    item_set_slab_rescue(true);
+    store_n("a", 2 * per);                  /* slab 0 then slab 1, in order */
+    ck_assert_uint_eq(owner(0), a);
+    ck_assert_uint_eq(owner(1), a);
+    uint32_t nread = per / 2;
+    for (uint32_t i = 0; i < nread; i++) {
+        ck_assert(present("a", i));
+    }
+    /* The coarse ms clock moves past slab 1's creation first, so the
+     * sweep below renews slab 0 to a later time (a tie goes to slab 0). */
+    struct slab_info info;
+    ck_assert(slab_table_info(1, &info));
+    for (int i = 0; i < 1000 && clock_now_ms() <= info.created_ms; i++) {
+        usleep(1000);
+    }
+    ck_assert_int_eq(store("fresh", SMALL_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(a), 2);
+    ck_assert_uint_eq(slab_table_count(), 2);
+    struct item_stats st;
+    item_get_stats(&st);
+    ck_assert_uint_eq(st.evictions, per - nread);
+    ck_assert_uint_eq(st.curr_items, per + nread + 1);  /* slab 1 untouched */
+    for (uint32_t i = 0; i < per; i++) {    /* slab 0: the read half kept */
+        ck_assert(present("a", i) == (i < nread));
+    }
+    /* The swept slab counts as carved now: the next victim is slab 1. */
+    for (uint32_t i = 0; i < per - nread - 1; i++) {
+        snprintf(key, sizeof(key), "more%u", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    ck_assert_int_eq(store("last", SMALL_LEN), ITEM_OK);
+    ck_assert(!present("a", per));
+    ck_assert(!present("a", 2 * per - 1));
+    ck_assert(present("a", 0));
+}
+END_TEST
 
 START_TEST(test_slab_evict_rescues_read_items)
 {
@@ -979,6 +1111,9 @@ evict_suite(void)
     tcase_add_test(tc, test_gate_prefers_own_tail_when_class_has_its_share);
     tcase_add_test(tc, test_gate_moves_colder_slabs_to_the_class);
     tcase_add_test(tc, test_gate_keeps_warmer_slabs);
+    tcase_add_test(tc, test_probation_spares_read_items);
+    tcase_add_test(tc, test_probation_skips_overwrites);
+    tcase_add_test(tc, test_own_slab_swept_in_place);
     tcase_add_test(tc, test_slab_evict_rescues_read_items);
     tcase_add_test(tc, test_slab_evict_without_rescue_drops_all);
     tcase_add_test(tc, test_slab_evict_moves_items_to_free_chunks);
