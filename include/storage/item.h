@@ -462,19 +462,20 @@ typedef enum item_slab_status {
  * ITEM_SLAB_BUSY.
  */
 item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
-/*
- * For slab-level policies whose victim is a slab of the class asking for
- * memory: moving it would give the class nothing, and its read items could
- * only be rescued into chunks the class does not have. So its items are
- * judged in place (read since the CLOCK hand last passed: kept, their mark
- * cleared, when slab rescue is on; the rest dropped) and the slab counts as
- * carved now. Returns the chunks of the slab free afterwards; 0 if it is
- * not cls's or is being emptied by another thread.
- */
-uint32_t      item_slab_sweep(uint32_t sid, uint8_t cls);
 /* -o slab_rescue=0|1 (default 1). */
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
+/*
+ * Probation (item_clock.c): each class's newest items, about a tenth of its
+ * chunks, in a FIFO; the oldest never read go first. item_probation_due():
+ * whether the FIFO holds its quota, so that its oldest would be judged
+ * now, and since when (clock_now_ms()) that oldest entry has waited.
+ * item_probation_pull(): judge up to max of them (no CLOCK hand); the
+ * chunks freed. For policies weighing another class's slab against the
+ * asking class's own new items.
+ */
+bool          item_probation_due(uint8_t cls, uint64_t *since_ms);
+uint32_t      item_probation_pull(uint8_t cls, uint32_t max);
 /* Bytes of the classes' probation FIFOs (item_clock.c), outside -m. */
 uint64_t      item_probation_bytes(void);
 /* Items linked in class cls now. */

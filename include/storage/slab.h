@@ -147,9 +147,6 @@ void     slab_touch(uint32_t sid);           /* move accessed (coarse ms) */
 uint8_t      slab_drain_begin(uint32_t sid);     /* its class, or 0 */
 void         slab_drain_abort(uint8_t cls, uint32_t sid);
 void         slab_drain_finish(uint8_t cls, uint32_t sid);
-/* Its created time becomes now (its items were judged as if it had been
- * re-carved: item_slab_sweep). */
-void         slab_renew(uint32_t sid);
 uint32_t     slab_class_perslab(uint8_t cls);
 size_t       slab_class_chunk_size(uint8_t cls);
 bool         slab_draining(uint32_t sid);

@@ -29,12 +29,16 @@
 #define CLOCK_SCAN_EXTRA    256   /* chunks a sweep may pass beyond two slabs' worth */
 #define PROBATION_PCT       10    /* of a class's chunks: the FIFO's quota */
 #define PROBATION_MIN_CAP   16    /* entries of a ring's first allocation */
-#define PROBATION_LOOKS     64    /* entries judged per call, at most */
+#define PROBATION_LOOKS     1024  /* entries judged per call, at most: read
+                                     ones left behind are cheap to pass, and
+                                     stopping early let the hand evict a read
+                                     item while unread ones waited */
 
 /* A new item's place in its class's probation FIFO. */
 struct item_probation {
     uint32_t handle;    /* slab_handle() of its chunk */
     uint32_t tag;       /* low bits of its CAS: a later item in the chunk differs */
+    uint32_t ms;        /* low bits of clock_now_ms() when it joined */
 };
 
 static _Atomic uint64_t probation_bytes;
@@ -269,7 +273,8 @@ item_probation_push(struct item *it)
     }
     uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
     l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
-                                           .tag = (uint32_t)item_cas(it) };
+                                           .tag = (uint32_t)item_cas(it),
+                                           .ms = (uint32_t)clock_now_ms() };
     l->prob_count++;
     slab_unlock(cls);
 }
@@ -316,6 +321,34 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
     if (l->prob_cap > 2 * keep && l->prob_count < keep) {
         (void)probation_resize(l, keep);
     }
+    return freed;
+}
+
+bool
+item_probation_due(uint8_t cls, uint64_t *since_ms)
+{
+    struct item_class_state *l = &item_classes[cls];
+    bool due;
+
+    slab_lock(cls);
+    due = l->prob_count > 0 && l->prob_count >= probation_quota(cls);
+    if (due) {
+        uint64_t now = clock_now_ms();
+        uint32_t age = (uint32_t)now - l->prob[l->prob_head].ms;  /* wraps */
+        *since_ms = now - age;
+    }
+    slab_unlock(cls);
+    return due;
+}
+
+uint32_t
+item_probation_pull(uint8_t cls, uint32_t max)
+{
+    uint32_t freed;
+
+    slab_lock(cls);
+    freed = probation_evict(cls, max, clock_now());
+    slab_unlock(cls);
     return freed;
 }
 

@@ -701,12 +701,6 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
     pthread_mutex_unlock(&c->lock);
 }
 
-void
-slab_renew(uint32_t sid)
-{
-    atomic_store(&table_entry(sid)->created_ms, clock_now_ms());
-}
-
 bool
 slab_draining(uint32_t sid)
 {
