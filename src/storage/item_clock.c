@@ -29,6 +29,7 @@
 #define CLOCK_SCAN_EXTRA    256   /* chunks a sweep may pass beyond two slabs' worth */
 #define PROBATION_PCT       10    /* of a class's chunks: the FIFO's quota */
 #define PROBATION_MIN_CAP   16    /* entries of a ring's first allocation */
+#define PROBATION_DUE_LOOKS 16    /* stale entries passed to find the oldest */
 #define PROBATION_LOOKS     1024  /* entries judged per call, at most: read
                                      ones left behind are cheap to pass, and
                                      stopping early let the hand evict a read
@@ -38,7 +39,6 @@
 struct item_probation {
     uint32_t handle;    /* slab_handle() of its chunk */
     uint32_t tag;       /* low bits of its CAS: a later item in the chunk differs */
-    uint32_t ms;        /* low bits of clock_now_ms() when it joined */
 };
 
 static _Atomic uint64_t probation_bytes;
@@ -273,8 +273,7 @@ item_probation_push(struct item *it)
     }
     uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
     l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
-                                           .tag = (uint32_t)item_cas(it),
-                                           .ms = (uint32_t)clock_now_ms() };
+                                           .tag = (uint32_t)item_cas(it) };
     l->prob_count++;
     slab_unlock(cls);
 }
@@ -324,18 +323,46 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
     return freed;
 }
 
+/* Class lock held: the item entry e names, with its partition unlocked,
+ * if it is still there and still on probation (never read); else NULL. */
+static struct item *
+probation_item(uint8_t cls, const struct item_probation *e)
+{
+    struct item *it = slab_handle_item(e->handle);
+
+    if (slab_cls_of(it) != cls ||
+        (item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FETCHED | ITEM_FLASH)) != ITEM_LINKED ||
+        (uint32_t)item_cas(it) != e->tag) {
+        return NULL;
+    }
+    return it;
+}
+
 bool
 item_probation_due(uint8_t cls, uint64_t *since_ms)
 {
     struct item_class_state *l = &item_classes[cls];
-    bool due;
+    bool due = false;
 
     slab_lock(cls);
-    due = l->prob_count > 0 && l->prob_count >= probation_quota(cls);
-    if (due) {
-        uint64_t now = clock_now_ms();
-        uint32_t age = (uint32_t)now - l->prob[l->prob_head].ms;  /* wraps */
-        *since_ms = now - age;
+    /* The first entry still on probation; a few stale ones may lead. */
+    for (uint32_t i = 0; i < l->prob_count && i < PROBATION_DUE_LOOKS; i++) {
+        if (l->prob_count < probation_quota(cls)) {
+            break;
+        }
+        struct item *it = probation_item(cls, &l->prob[(l->prob_head + i) & (l->prob_cap - 1)]);
+        if (it == NULL) {
+            continue;
+        }
+        /* Its link time, in seconds (a racy read of a field only a store
+         * or the hand writes): rounded down a whole second, so a slab
+         * counts as colder only if idle since before that second began. */
+        rel_time_t now = clock_now(), t = __atomic_load_n(&it->time, __ATOMIC_RELAXED);
+        uint64_t age_ms = ((uint64_t)(now > t ? now - t : 0) + 1) * 1000;
+        uint64_t now_ms = clock_now_ms();
+        *since_ms = now_ms > age_ms ? now_ms - age_ms : 0;
+        due = true;
+        break;
     }
     slab_unlock(cls);
     return due;
