@@ -85,6 +85,8 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
  * request (req->damp) and the policy tries again: serving beats refusing.
  */
 #define EVICT_LAST_SLAB_MS 1000
+#define EVICT_HOT_SLAB_MS  1000  /* touched this recently: warmer than own items */
+#define EVICT_DRIFT_MS     100   /* at most one move toward smaller items per */
 bool            evict_slab_last_in_use(uint32_t sid);
 /*
  * Under the first-slab rule (slab_first_past_limit()): sid is the only

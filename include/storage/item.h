@@ -469,8 +469,8 @@ bool          item_slab_rescue(void);
  * Probation (item_clock.c): each class's newest items, about a tenth of its
  * chunks, in a FIFO; the oldest never read go first. item_probation_due():
  * whether the FIFO holds its quota, so that its oldest would be judged
- * now, and since when (clock_now_ms(), to the second before its store)
- * the oldest item still on it has waited.
+ * now, and since when (clock_now_ms(), to 16 ms) the oldest item still on
+ * it has waited.
  * item_probation_pull(): judge up to max of them (no CLOCK hand); the
  * chunks freed. For policies weighing another class's slab against the
  * asking class's own new items.

@@ -29,17 +29,25 @@
 #define CLOCK_SCAN_EXTRA    256   /* chunks a sweep may pass beyond two slabs' worth */
 #define PROBATION_PCT       10    /* of a class's chunks: the FIFO's quota */
 #define PROBATION_MIN_CAP   16    /* entries of a ring's first allocation */
+#define PROBATION_TICK_MS   16    /* resolution of an entry's age */
 #define PROBATION_DUE_LOOKS 16    /* stale entries passed to find the oldest */
 #define PROBATION_LOOKS     1024  /* entries judged per call, at most: read
                                      ones left behind are cheap to pass, and
                                      stopping early let the hand evict a read
                                      item while unread ones waited */
 
-/* A new item's place in its class's probation FIFO. */
+/* A new item's place in its class's probation FIFO (8 bytes). */
 struct item_probation {
     uint32_t handle;    /* slab_handle() of its chunk */
-    uint32_t tag;       /* low bits of its CAS: a later item in the chunk differs */
+    uint16_t tag;       /* low bits of its CAS: a later item in the chunk differs */
+    uint16_t tick;      /* when it joined, in PROBATION_TICK_MS (wraps: ~17 min) */
 };
+
+static uint16_t
+probation_tick(uint64_t ms)
+{
+    return (uint16_t)(ms / PROBATION_TICK_MS);
+}
 
 static _Atomic uint64_t probation_bytes;
 
@@ -273,7 +281,8 @@ item_probation_push(struct item *it)
     }
     uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
     l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
-                                           .tag = (uint32_t)item_cas(it) };
+                                           .tag = (uint16_t)item_cas(it),
+                                           .tick = probation_tick(clock_now_ms()) };
     l->prob_count++;
     slab_unlock(cls);
 }
@@ -307,7 +316,7 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        if ((uint32_t)item_cas(it) != e.tag ||
+        if ((uint16_t)item_cas(it) != e.tag ||
             (item_iflags(it) & (ITEM_FETCHED | ITEM_FLASH))) {
             assoc_unlock(hv);
             continue;
@@ -332,7 +341,7 @@ probation_item(uint8_t cls, const struct item_probation *e)
 
     if (slab_cls_of(it) != cls ||
         (item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FETCHED | ITEM_FLASH)) != ITEM_LINKED ||
-        (uint32_t)item_cas(it) != e->tag) {
+        (uint16_t)item_cas(it) != e->tag) {
         return NULL;
     }
     return it;
@@ -350,17 +359,13 @@ item_probation_due(uint8_t cls, uint64_t *since_ms)
         if (l->prob_count < probation_quota(cls)) {
             break;
         }
-        struct item *it = probation_item(cls, &l->prob[(l->prob_head + i) & (l->prob_cap - 1)]);
-        if (it == NULL) {
+        const struct item_probation *e = &l->prob[(l->prob_head + i) & (l->prob_cap - 1)];
+        if (probation_item(cls, e) == NULL) {
             continue;
         }
-        /* Its link time, in seconds (a racy read of a field only a store
-         * or the hand writes): rounded down a whole second, so a slab
-         * counts as colder only if idle since before that second began. */
-        rel_time_t now = clock_now(), t = __atomic_load_n(&it->time, __ATOMIC_RELAXED);
-        uint64_t age_ms = ((uint64_t)(now > t ? now - t : 0) + 1) * 1000;
-        uint64_t now_ms = clock_now_ms();
-        *since_ms = now_ms > age_ms ? now_ms - age_ms : 0;
+        uint64_t now = clock_now_ms();
+        uint64_t age = (uint64_t)(uint16_t)(probation_tick(now) - e->tick) * PROBATION_TICK_MS;
+        *since_ms = now > age ? now - age : 0;
         due = true;
         break;
     }
