@@ -65,11 +65,13 @@ extern const struct evict_policy evict_policy_none;
  * The rule for slab-level vs item-level eviction (when a stack offers
  * both, e.g. "lra,lru"): drop the victim slab sid for class cls only if
  * cls has no item of its own to evict, or the victim is another class's
- * slab that was accessed no later than cls's least recently accessed
- * slab. Then the victim is colder memory than anything cls holds, i.e.
- * cls holds less than its share. Otherwise cls already holds colder
- * memory of its own: it reuses its LRU tail rather than dropping a slab
- * (thousands of items) to make room for one. See notes/eviction.md.
+ * slab colder than what cls would drop itself. While cls has new items
+ * nobody read waiting on probation: idle since the oldest of them was
+ * stored, or (rate-limited) a slab of much larger items whose class keeps
+ * its new items waiting longer; otherwise accessed no later than cls's
+ * least recently accessed slab. Else cls reuses its own memory rather
+ * than dropping a slab (thousands of items) to make room for one. See
+ * notes/eviction.md.
  */
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 
@@ -86,7 +88,7 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
  */
 #define EVICT_LAST_SLAB_MS 1000
 #define EVICT_HOT_SLAB_MS  1000  /* touched this recently: warmer than own items */
-#define EVICT_DRIFT_MS     100   /* at most one move toward smaller items per */
+#define EVICT_DRIFT_MS     100   /* one move toward smaller items at most per */
 bool            evict_slab_last_in_use(uint32_t sid);
 /*
  * Under the first-slab rule (slab_first_past_limit()): sid is the only

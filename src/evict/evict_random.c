@@ -82,8 +82,9 @@ random_pass(struct evict_req *req)
  * Gated (random,lru): if every pick was a slab damping spares and the
  * class holds no slab at all, one more round without damping. Alone: if
  * every draw was another class's only slab (most of them, when a small
- * cache has more active classes than slabs), the class judges its own
- * items, as a draw of its own slab would have: before this, 16,234 of
+ * cache has more active classes than slabs), or every pick failed
+ * otherwise, the class judges its own items, as a draw of its own slab
+ * would have: before this, 16,234 of
  * 68,154 sets at -m 32 on the mixed load found no victim and were refused.
  */
 static evict_rstatus_t

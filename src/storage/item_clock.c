@@ -49,6 +49,16 @@ probation_tick(uint64_t ms)
     return (uint16_t)(ms / PROBATION_TICK_MS);
 }
 
+/* What tells this item from a later one in its chunk: its CAS, or with
+ * -C (every CAS 0) its link time, which only a store sets for an item
+ * still unread. */
+static uint16_t
+probation_tag(struct item *it)
+{
+    return item_cas_enabled ? (uint16_t)item_cas(it)
+                            : (uint16_t)__atomic_load_n(&it->time, __ATOMIC_RELAXED);
+}
+
 static _Atomic uint64_t probation_bytes;
 
 
@@ -255,6 +265,8 @@ probation_resize(struct item_class_state *l, uint32_t cap)
  * brings it down to its quota (probation_evict). Only if it cannot grow
  * does its oldest entry leave unjudged (counted in prob_owed).
  */
+static struct item *probation_item(uint8_t cls, const struct item_probation *e);
+
 void
 item_probation_push(struct item *it)
 {
@@ -274,14 +286,19 @@ item_probation_push(struct item *it)
                 slab_unlock(cls);
                 return;
             }
+            /* Only an item still on probation is owed a look (stale
+             * entries counted too kept the hand first for good). */
+            if (probation_item(cls, &l->prob[l->prob_head]) != NULL &&
+                l->prob_owed < class_chunks(cls)) {
+                l->prob_owed++;
+            }
             l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
             l->prob_count--;
-            l->prob_owed++;
         }
     }
     uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
     l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
-                                           .tag = (uint16_t)item_cas(it),
+                                           .tag = probation_tag(it),
                                            .tick = probation_tick(clock_now_ms()) };
     l->prob_count++;
     slab_unlock(cls);
@@ -316,7 +333,7 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        if ((uint16_t)item_cas(it) != e.tag ||
+        if (probation_tag(it) != e.tag ||
             (item_iflags(it) & (ITEM_FETCHED | ITEM_FLASH))) {
             assoc_unlock(hv);
             continue;
@@ -341,7 +358,7 @@ probation_item(uint8_t cls, const struct item_probation *e)
 
     if (slab_cls_of(it) != cls ||
         (item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FETCHED | ITEM_FLASH)) != ITEM_LINKED ||
-        (uint16_t)item_cas(it) != e->tag) {
+        probation_tag(it) != e->tag) {
         return NULL;
     }
     return it;
@@ -406,9 +423,9 @@ item_probation_bytes(void)
 /*
  * The sweep proper (see the file header): probation first, then the hand.
  * Items that left the FIFO unjudged (it could not grow) are reached only
- * by the hand: until it has evicted as many, it goes first every other
- * sweep, so a stream of new keys nobody reads cannot churn the FIFO alone
- * while those stay for good.
+ * by the hand: until it has evicted as many, every other sweep is the
+ * hand's (probation only if the hand finds too few), so a stream of new
+ * keys nobody reads cannot churn the FIFO alone while those stay for good.
  */
 uint32_t
 item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
@@ -459,6 +476,9 @@ item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
         }
         busy = CLOCK_SEARCH_DEPTH;
         rescues = CLOCK_RESCUE_MAX;
+    }
+    if (freed < max && l->prob_hand_turn) {
+        freed += probation_evict(cls, max - freed, now);    /* the hand found too few */
     }
     return freed;
 }
