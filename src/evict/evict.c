@@ -324,15 +324,6 @@ evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed)
 }
 
 /*
- * While the class has new items nobody read waiting on probation, another
- * class's slab is colder memory only if nobody touched it since the oldest
- * of them arrived: at -m 64 on the mixed load every class's slabs were
- * touched within milliseconds of each other, the own-coldest-slab test
- * below moved 10,000 slabs in 25 s, and `lrc,lru` trailed `lru` (0.915
- * against 0.922); with this rule 0.921. Slabs idle since a shift in value
- * sizes are older than any probation and still move (the seed experiment).
- */
-/*
  * Toward a class of many more, smaller items a slab also moves when the
  * victim's class keeps its new items longer than cls does, weighed by how
  * many more items the slab holds for cls: the classes then settle where
@@ -363,6 +354,15 @@ probation_balance(uint8_t cls, uint8_t vcls, uint64_t age)
            atomic_compare_exchange_strong(&drift_last_ms, &last, now);
 }
 
+/*
+ * While the class has new items nobody read waiting on probation, another
+ * class's slab is colder memory only if nobody touched it since the oldest
+ * of them arrived: at -m 64 on the mixed load every class's slabs were
+ * touched within milliseconds of each other, the own-coldest-slab test
+ * below moved 10,000 slabs in 25 s, and `lrc,lru` trailed `lru` (0.915
+ * against 0.922); with this rule 0.921. Slabs idle since a shift in value
+ * sizes are older than any probation and still move (the seed experiment).
+ */
 bool
 evict_slab_wanted(uint8_t cls, uint32_t sid)
 {
@@ -488,9 +488,6 @@ evict_slab_own(uint32_t sid, struct evict_req *req)
  * and `random` at 0.915 on the mixed load at -m 64 (0.913-0.916 without),
  * but stalled the seed experiment of `make check`, whose phases last under
  * a second (notes/eviction.md).
- * At -m 64 on the mixed load plain `lra` and `random` moved 6,000 slabs in
- * 25 s without the second rule, each dropping a slab of items read moments
- * before, and trailed memcached by 0.004 (notes/eviction.md).
  */
 static bool
 evict_own_first(uint32_t sid, struct evict_req *req)

@@ -84,8 +84,8 @@ random_pass(struct evict_req *req)
  * every draw was another class's only slab (most of them, when a small
  * cache has more active classes than slabs), or every pick failed
  * otherwise, the class judges its own items, as a draw of its own slab
- * would have: before this, 16,234 of
- * 68,154 sets at -m 32 on the mixed load found no victim and were refused.
+ * would have: before this, 16,234 of 68,154 sets at -m 32 on the mixed
+ * load found no victim and were refused.
  */
 static evict_rstatus_t
 random_evict(struct evict_req *req)

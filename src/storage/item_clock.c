@@ -39,7 +39,7 @@
 /* A new item's place in its class's probation FIFO (8 bytes). */
 struct item_probation {
     uint32_t handle;    /* slab_handle() of its chunk */
-    uint16_t tag;       /* low bits of its CAS: a later item in the chunk differs */
+    uint16_t tag;       /* probation_tag(): a later item in the chunk differs */
     uint16_t tick;      /* when it joined, in PROBATION_TICK_MS (wraps: ~17 min) */
 };
 
@@ -60,7 +60,6 @@ probation_tag(struct item *it)
 }
 
 static _Atomic uint64_t probation_bytes;
-
 
 /* --- allocation ------------------------------------------------------------ */
 
@@ -258,6 +257,23 @@ probation_resize(struct item_class_state *l, uint32_t cap)
     return true;
 }
 
+/* Class lock held: the item entry e names, with its partition unlocked,
+ * if it is still there and still on probation (never read); else NULL.
+ * Under the class lock a slab of cls stays cls's: if it still is, the
+ * handle is a chunk boundary of this class's geometry. */
+static struct item *
+probation_item(uint8_t cls, const struct item_probation *e)
+{
+    struct item *it = slab_handle_item(e->handle);
+
+    if (slab_cls_of(it) != cls ||
+        (item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FETCHED | ITEM_FLASH)) != ITEM_LINKED ||
+        probation_tag(it) != e->tag) {
+        return NULL;
+    }
+    return it;
+}
+
 /*
  * A new item joins its class's FIFO. Nothing is judged before the class
  * runs out of memory, so while it fills the FIFO holds every new item,
@@ -265,8 +281,6 @@ probation_resize(struct item_class_state *l, uint32_t cap)
  * brings it down to its quota (probation_evict). Only if it cannot grow
  * does its oldest entry leave unjudged (counted in prob_owed).
  */
-static struct item *probation_item(uint8_t cls, const struct item_probation *e);
-
 void
 item_probation_push(struct item *it)
 {
@@ -322,19 +336,16 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
         struct item_probation e = l->prob[l->prob_head];
         l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
         l->prob_count--;
-        struct item *it = slab_handle_item(e.handle);
+        struct item *it = probation_item(cls, &e);
         uint32_t hv;
-        /* Under the class lock a slab of cls stays cls's: if it is still,
-         * the handle is a chunk boundary of this class's geometry. */
-        if (slab_cls_of(it) != cls) {
+        if (it == NULL) {
             continue;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        if (probation_tag(it) != e.tag ||
-            (item_iflags(it) & (ITEM_FETCHED | ITEM_FLASH))) {
+        if (item_iflags(it) & ITEM_FETCHED) {   /* read since we looked */
             assoc_unlock(hv);
             continue;
         }
@@ -347,21 +358,6 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
         (void)probation_resize(l, keep);
     }
     return freed;
-}
-
-/* Class lock held: the item entry e names, with its partition unlocked,
- * if it is still there and still on probation (never read); else NULL. */
-static struct item *
-probation_item(uint8_t cls, const struct item_probation *e)
-{
-    struct item *it = slab_handle_item(e->handle);
-
-    if (slab_cls_of(it) != cls ||
-        (item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FETCHED | ITEM_FLASH)) != ITEM_LINKED ||
-        probation_tag(it) != e->tag) {
-        return NULL;
-    }
-    return it;
 }
 
 bool

@@ -766,13 +766,16 @@ slab_evict_with_reads(bool rescue, uint32_t nread)
 /* --- probation (item_clock.c) and own-slab sweeps ------------------------ */
 
 /*
- * One slab of class A, its items all read; then two slabs' worth of new
- * keys nobody reads. A plain CLOCK clears the read marks on its first lap
+ * One slab of class A, its items all read (then, if overwrite, all given
+ * new values nobody reads); then two slabs' worth of new keys nobody
+ * reads. Returns how many old keys are still there and checks that the
+ * newest new key is. A plain CLOCK clears the read marks on its first lap
  * and evicts every old item on its second; with probation the new keys
  * displace each other, and the old items lose only what the hand takes
- * (one sweep in PROBATION_HAND_EVERY, and those while the FIFO fills).
+ * while the FIFO fills.
  */
-START_TEST(test_probation_spares_read_items)
+static uint32_t
+old_items_kept(bool overwrite)
 {
     uint8_t a = cls_of(SMALL_LEN);
     uint32_t per = slab_class_perslab(a);
@@ -781,32 +784,31 @@ START_TEST(test_probation_spares_read_items)
     setup_with(1, "lru");
     store_n("old", per);
     ck_assert_uint_eq(count_present("old", per), per);     /* every one read */
+    if (overwrite) {
+        store_n("old", per);
+    }
     store_n("new", 2 * per);
-    uint32_t kept = count_present("old", per);
+    ck_assert(present("new", 2 * per - 1));  /* new keys evicted each other */
+    return count_present("old", per);
+}
+
+START_TEST(test_probation_spares_read_items)
+{
+    uint32_t per = slab_class_perslab(cls_of(SMALL_LEN));
+    uint32_t kept = old_items_kept(false);
+
     ck_assert_uint_ge(kept, per / 2);
     ck_assert_uint_le(kept, per);
-    /* the new keys evicted each other: the most recent are still there */
-    ck_assert(present("new", 2 * per - 1));
 }
 END_TEST
 
-/*
- * A new value for a key whose value was read is not on probation: after
- * the old keys are all read and then all overwritten (new items, unread),
- * a stream of new keys still displaces mostly itself.
- */
+/* A new value for a key whose value was read is not on probation: the
+ * overwritten old keys fare as the read ones did. */
 START_TEST(test_probation_skips_overwrites)
 {
-    uint8_t a = cls_of(SMALL_LEN);
-    uint32_t per = slab_class_perslab(a);
+    uint32_t per = slab_class_perslab(cls_of(SMALL_LEN));
 
-    teardown();
-    setup_with(1, "lru");
-    store_n("old", per);
-    ck_assert_uint_eq(count_present("old", per), per);
-    store_n("old", per);                                    /* overwrites */
-    store_n("new", 2 * per);
-    ck_assert_uint_ge(count_present("old", per), per / 2);
+    ck_assert_uint_ge(old_items_kept(true), per / 2);
 }
 END_TEST
 
