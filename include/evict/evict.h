@@ -88,8 +88,10 @@ bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
  */
 #define EVICT_LAST_SLAB_MS 1000
 #define EVICT_HOT_SLAB_MS  1000  /* touched this recently: warmer than own items */
-#define EVICT_DRIFT_MS     100   /* at most one drift move (toward smaller
-                                    items) per this many ms, cache-wide */
+/* Slab moves by judgement (a colder slab, the drift toward smaller items;
+ * not moves away from a class idle since the asker's memory was carved):
+ * at most one per this many ms, cache-wide. */
+#define EVICT_MOVE_MS      100
 bool            evict_slab_last_in_use(uint32_t sid);
 /*
  * Under the first-slab rule (slab_first_past_limit()): sid is the only

@@ -471,11 +471,15 @@ bool          item_slab_rescue(void);
  * whether the FIFO holds its quota, so that its oldest would be judged
  * now, and since when (clock_now_ms(), to 16 ms) the oldest item still on
  * it has waited.
+ * item_class_arrived_ms(): when the oldest of the last ITEM_ARRIVALS new
+ * items joined cls's probation (0 while fewer have).
  * item_probation_pull(): judge up to max of them (no CLOCK hand); the
  * chunks freed. For policies weighing another class's slab against the
  * asking class's own new items.
  */
 bool          item_probation_due(uint8_t cls, uint64_t *since_ms);
+#define ITEM_ARRIVALS 8
+uint64_t      item_class_arrived_ms(uint8_t cls);
 uint32_t      item_probation_pull(uint8_t cls, uint32_t max);
 /* Bytes of the classes' probation FIFOs (item_clock.c), outside -m. */
 uint64_t      item_probation_bytes(void);

@@ -315,6 +315,8 @@ item_probation_push(struct item *it)
                                            .tag = probation_tag(it),
                                            .tick = probation_tick(clock_now_ms()) };
     l->prob_count++;
+    l->arrived_ms[l->arrived_pos] = clock_now_ms();
+    l->arrived_pos = (uint8_t)((l->arrived_pos + 1) % ITEM_ARRIVALS);
     slab_unlock(cls);
 }
 
@@ -384,6 +386,18 @@ item_probation_due(uint8_t cls, uint64_t *since_ms)
     }
     slab_unlock(cls);
     return due;
+}
+
+uint64_t
+item_class_arrived_ms(uint8_t cls)
+{
+    struct item_class_state *l = &item_classes[cls];
+    uint64_t t;
+
+    slab_lock(cls);
+    t = l->arrived_ms[l->arrived_pos];     /* the oldest of the last few */
+    slab_unlock(cls);
+    return t;
 }
 
 uint32_t
