@@ -283,12 +283,18 @@ flash_start(void)
         return st == FLASH_EINVAL ? EX_USAGE : EX_OSERR;
     }
     item_flash_attach();
+    if (settings.ext_item_age < UINT32_MAX &&
+        item_flash_age_start((uint32_t)settings.ext_item_age) != 0) {
+        fprintf(stderr, "slabcache: cannot start the ext_item_age thread\n");
+        return EX_OSERR;
+    }
     return 0;
 }
 
 static void
 storage_teardown(void)
 {
+    item_flash_age_stop();
     flash_teardown();
     item_teardown();
     assoc_teardown();

@@ -348,6 +348,14 @@ uint8_t       item_flash_stub_wanted(void);
  * to be reclaimed back to the items (read ones are written again). */
 void          item_flash_attach(void);
 /*
+ * -o ext_item_age=N: a thread writes items idle more than N seconds to
+ * flash (they become stubs) once a second, before memory runs out; -1 if
+ * the flash tier is off or the thread could not start. Stopped before the
+ * flash tier is torn down.
+ */
+int           item_flash_age_start(uint32_t min_idle);
+void          item_flash_age_stop(void);
+/*
  * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
  * with its key and value, replaces the stub if the key still names the
  * stub of that CAS pointing at the record read (from), keeping CAS, flags
@@ -361,11 +369,13 @@ item_status_t item_flash_promote(struct item *fresh, uint64_t cas,
 /* Unlink whatever is stored under key (used after a failed set). */
 void          item_unlink_key(const char *key, size_t nkey);
 
-/* Why item_get() missed, for get_expired / get_flushed. */
+/* Why item_get() missed, for get_expired / get_flushed /
+ * miss_from_extstore. */
 typedef enum item_miss {
     ITEM_MISS_NONE,             /* hit, or simply absent */
     ITEM_MISS_EXPIRED,
     ITEM_MISS_FLUSHED,
+    ITEM_MISS_FLASH_GONE,       /* a stub whose flash record was reclaimed */
 } item_miss_t;
 
 /*

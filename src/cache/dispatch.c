@@ -271,6 +271,9 @@ dispatch_count_fetch(struct dispatch_ctx *d, struct item *it, item_miss_t miss,
         STATS_INCR(d->stats, get_expired);
     } else if (miss == ITEM_MISS_FLUSHED) {
         STATS_INCR(d->stats, get_flushed);
+    } else if (miss == ITEM_MISS_FLASH_GONE) {
+        /* as memcached: its index entry was in RAM, its page was not */
+        STATS_INCR(d->stats, miss_from_extstore);
     }
 }
 

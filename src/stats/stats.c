@@ -418,7 +418,7 @@ static const struct fixed_setting ext_fixed[] = {
 /* memcached's extstore settings slabcache refuses (settings.c) keep its
  * defaults' lines between the ones it has (emit_ext_settings). */
 static const struct fixed_setting ext_age_fixed[] = {
-    { "ext_item_age", "4294967295" }, { "ext_low_ttl", "0" }, { NULL, NULL },
+    { "ext_low_ttl", "0" }, { NULL, NULL },
 };
 static const struct fixed_setting ext_compact_fixed[] = {
     { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
@@ -513,6 +513,7 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);
     emit_u64(emit, ctx, "ext_item_size", (uint64_t)settings.ext_item_size);
+    emit_u64(emit, ctx, "ext_item_age", (uint64_t)settings.ext_item_age);
     emit_fixed(emit, ctx, ext_age_fixed);
     emit_u64(emit, ctx, "ext_recache_rate", (uint64_t)settings.ext_recache_rate);
     emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);

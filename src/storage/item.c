@@ -194,7 +194,9 @@ do_item_find_why(const char *key, size_t nkey, uint32_t hv, item_miss_t *miss)
         *miss = ITEM_MISS_FLUSHED;
     } else if (it->exptime != 0 && it->exptime <= now) {
         *miss = ITEM_MISS_EXPIRED;
-    } else if (!item_flash_gone(it)) {
+    } else if (item_flash_gone(it)) {
+        *miss = ITEM_MISS_FLASH_GONE;
+    } else {
         return it;
     }
     do_item_unlink(it, hv);

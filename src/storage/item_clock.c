@@ -199,6 +199,51 @@ clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
     return freed;
 }
 
+/*
+ * ext_item_age: every item of slab sid (of class cls) idle longer than
+ * min_idle seconds, with a value the flash tier keeps, becomes a stub now
+ * rather than when memory runs out (memcached's storage writer does the
+ * same at its COLD LRU's tail), so a burst of sets finds RAM already
+ * free. Referenced and busy items wait for the next sweep. Class lock
+ * held for one slab's chunks; returns the items written.
+ */
+uint32_t
+item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
+{
+    struct slab_info info;
+    rel_time_t now = clock_now();
+    uint32_t written = 0, per = slab_class_perslab(cls);
+
+    slab_lock(cls);
+    if (!slab_table_info(sid, &info) || info.cls != cls) {
+        slab_unlock(cls);
+        return 0;               /* moved to another class meanwhile */
+    }
+    for (uint32_t i = 0; i < per; i++) {
+        struct item *it = slab_chunk_in(sid, cls, i);
+        uint32_t hv;
+        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FLASH)) != ITEM_LINKED ||
+            now - __atomic_load_n(&it->time, __ATOMIC_RELAXED) <= min_idle) {
+            continue;           /* cheap pre-check, settled below */
+        }
+        clock_verdict_t v = clock_examine(it, now, &hv);
+        if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
+            continue;
+        }
+        /* Dead ones are the hand's; a stub stays one. */
+        if (v == CLOCK_LIVE && now - it->time > min_idle &&
+            item_flash_stash(it, hv, now)) {
+            assoc_unlock(hv);
+            slab_free_locked(cls, sid, it);
+            written++;
+            continue;
+        }
+        assoc_unlock(hv);
+    }
+    slab_unlock(cls);
+    return written;
+}
+
 /* --- probation ----------------------------------------------------------- */
 
 /* Chunks the class holds now. */

@@ -17,9 +17,12 @@
 #include "item.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "assoc.h"
+#include "clock.h"
 #include "flash.h"
 #include "hash.h"
 #include "item_int.h"
@@ -228,4 +231,99 @@ void
 item_flash_attach(void)
 {
     flash_set_rewrite(item_flash_rewrite);
+}
+
+/* --- ext_item_age: idle items written early ------------------------------- */
+
+static struct {
+    pthread_t       thread;
+    pthread_mutex_t lock;
+    pthread_cond_t  wake;
+    bool            running;
+    bool            stop;
+    rel_time_t      min_idle;
+} aged = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
+
+#define AGED_PERIOD_MS 1000     /* a sweep of every slab per second, as items
+                                   age in whole seconds */
+#define AGED_ROOM_MS   100      /* wait for the writer before each slab */
+
+/* One pass over the slab table; false once asked to stop. */
+static bool
+aged_sweep(void)
+{
+    uint32_t n = slab_table_count();
+
+    for (uint32_t sid = 0; sid < n; sid++) {
+        struct slab_info info;
+        pthread_mutex_lock(&aged.lock);
+        bool stop = aged.stop;
+        pthread_mutex_unlock(&aged.lock);
+        if (stop) {
+            return false;
+        }
+        if (!slab_table_info(sid, &info) || info.cls == 0 ||
+            slab_class_chunk_size(info.cls) < flash_min_value()) {
+            continue;           /* unassigned, or no value here is kept */
+        }
+        /* A full writer would make every stash fail: let it drain first. */
+        if (!flash_wait_room(AGED_ROOM_MS)) {
+            continue;
+        }
+        (void)item_clock_flash_aged(sid, info.cls, aged.min_idle);
+    }
+    return true;
+}
+
+static void *
+aged_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        if (!aged_sweep()) {
+            break;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += AGED_PERIOD_MS / 1000;
+        pthread_mutex_lock(&aged.lock);
+        while (!aged.stop &&
+               pthread_cond_timedwait(&aged.wake, &aged.lock, &until) == 0) {
+        }
+        bool stop = aged.stop;
+        pthread_mutex_unlock(&aged.lock);
+        if (stop) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+int
+item_flash_age_start(uint32_t min_idle)
+{
+    if (!flash_enabled() || aged.running) {
+        return -1;
+    }
+    aged.min_idle = min_idle;
+    aged.stop = false;
+    if (pthread_create(&aged.thread, NULL, aged_main, NULL) != 0) {
+        return -1;
+    }
+    aged.running = true;
+    return 0;
+}
+
+void
+item_flash_age_stop(void)
+{
+    if (!aged.running) {
+        return;
+    }
+    pthread_mutex_lock(&aged.lock);
+    aged.stop = true;
+    pthread_cond_signal(&aged.wake);
+    pthread_mutex_unlock(&aged.lock);
+    pthread_join(aged.thread, NULL);
+    aged.running = false;
 }

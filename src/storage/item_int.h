@@ -129,6 +129,8 @@ item_status_t item_rebuild_want(struct item_rebuild *rb, struct item *old,
 /* Both locks held: unlink, count as reclaimed (dead) or evicted (live);
  * or, a live item the flash tier keeps, replace it by its stub (false:
  * not counted as an eviction). Either way the chunk is the caller's. */
+/* ext_item_age's sweep of one slab (item_clock.c). */
+uint32_t      item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle);
 bool          item_class_drop_locked(struct item_class_state *l, struct item *it,
                                      uint32_t hv, bool dead, rel_time_t now);
 /* item_flash.c, both locks held: replace a live item being evicted by a

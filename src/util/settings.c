@@ -378,7 +378,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
     REFUSED("ssl_kernel_tls", "kernel TLS offload is not supported"),
     REFUSED("ext_page_size", FLASH_SLABS),
-    REFUSED("ext_item_age", FLASH_FIFO),
     REFUSED("ext_low_ttl", FLASH_FIFO),
     REFUSED("ext_compact_under", FLASH_FIFO),
     REFUSED("ext_drop_under", FLASH_FIFO),

@@ -765,6 +765,78 @@ def wrap_small_file():
         check(s.alive(), "server alive")
 
 
+def items_in_classes_of(c, size):
+    """Items stored in the slab classes whose chunks hold `size` bytes or
+    more (stats slabs / stats items): where values of that size live, and
+    not the small stubs (index entries) of flash-resident ones."""
+    sl, it = c.stats("slabs"), c.stats("items")
+    n = 0
+    for k, v in sl.items():
+        m = re.match(r"(\d+):chunk_size$", k)
+        if m and int(v) >= size:
+            n += int(it.get("items:%s:number" % m.group(1), "0"))
+    return n
+
+
+def wait_until(fn, timeout):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if fn():
+            return True
+        time.sleep(0.2)
+    return fn()
+
+
+@test
+def idle_items_written_by_age():
+    """-o ext_item_age=1: items idle over a second go to flash with RAM far
+    from full (memcached's storage writer does the same); read back exact
+    from flash. Without it nothing is written while RAM has room."""
+    size, n = 20000, 10
+    keys = ["age:%d" % i for i in range(n)]
+    with Server("-m", "64", *ext_args(flash_path("age0"))) as s, s.client() as c:
+        set_pipelined(c, [(k, value_for(k, 1, size)) for k in keys])
+        time.sleep(2.5)
+        eq(stat(c, "extstore_objects_written"), 0, "written with RAM free, no ext_item_age")
+        eq(items_in_classes_of(c, size), n, "values in RAM")
+    with Server("-m", "64", *ext_args(flash_path("age1"), more="ext_item_age=1")) as s, \
+            s.client() as c:
+        eq(c.stats("settings").get("ext_item_age"), "1", "stats settings ext_item_age")
+        set_pipelined(c, [(k, value_for(k, 1, size)) for k in keys])
+        moved = wait_until(lambda: items_in_classes_of(c, size) == 0, 15)
+        soft_check(moved, "every value left RAM within 15 s (%d left)"
+                   % items_in_classes_of(c, size))
+        soft_check(stat(c, "extstore_objects_written") >= n, "objects written")
+        for k in keys:
+            v, d = get_counting(c, k)
+            eq(v, value_for(k, 1, size), "value of " + k)
+            soft_check(d >= 1, "%s read from flash" % k)
+
+
+@test
+def reclaimed_record_counts_miss_from_extstore():
+    """A key whose stub is still in RAM but whose flash slab was reclaimed
+    misses and counts miss_from_extstore, as in memcached (its header item
+    in RAM, its page gone): -m 64 keeps the stubs, an 8 MB file wraps."""
+    size = 20000
+    with Server("-m", "64", *ext_args(flash_path("gone"), size="8m",
+                                      more="ext_item_age=1")) as s, s.client() as c:
+        eq(c.set("gone:first", value_for("gone:first", 1, size)), "STORED")
+        check(wait_until(lambda: items_in_classes_of(c, size) == 0, 15),
+              "first value written to flash")
+        filler = [("gone:%d" % i, value_for("gone:%d" % i, 1, size)) for i in range(800)]
+        for i in range(0, len(filler), 100):
+            set_pipelined(c, filler[i:i + 100])
+            wait_until(lambda: items_in_classes_of(c, size) == 0, 15)
+        check(int(c.stats().get("extstore_page_evictions", "0")) > 0,
+              "the file wrapped (16 MB into 8 MB)")
+        before = stat(c, "miss_from_extstore")
+        eq(c.get("gone:first"), None, "reclaimed record: a miss")
+        soft_check(stat(c, "miss_from_extstore") > before, "miss_from_extstore rose")
+        eq(c.get("gone:first"), None, "still a miss")
+        check(s.alive(), "server alive")
+
+
 @test
 def ext_tuning_options_in_stats_settings():
     """ext_item_size, ext_threads, ext_wbuf_size, ext_recache_rate and
