@@ -264,6 +264,7 @@ flash_start(void)
         .slab_size = (uint32_t)settings.ext_wbuf_size << 20,
         .wbufs = 4,
         .io_threads = (uint32_t)settings.ext_threads,
+        .io_depth = (uint32_t)settings.ext_io_depth,
         .min_value = (uint32_t)settings.ext_item_size,
         .drop_unread = settings.ext_drop_unread,
         .path = path,

@@ -50,6 +50,7 @@ struct flash_options {
     uint32_t    slab_size;      /* bytes per flash slab = write buffer (ext_wbuf_size) */
     uint32_t    wbufs;          /* write buffers: one filling, the rest queued */
     uint32_t    io_threads;     /* ext_threads */
+    uint32_t    io_depth;       /* ext_io_depth: reads in flight per I/O thread */
     uint32_t    min_value;      /* ext_item_size: smaller values are not kept */
     bool        drop_unread;    /* ext_drop_unread: items never read are not kept */
 };

@@ -195,7 +195,9 @@ flash_alloc(const struct flash_options *o)
     fl.slots = calloc(fl.nslabs, sizeof(*fl.slots));
     fl.nwbuf = o->wbufs < 2 ? 2 : o->wbufs;
     fl.wbufs = calloc(fl.nwbuf, sizeof(*fl.wbufs));
-    fl.nio_want = o->io_threads < 1 ? 1 : o->io_threads;
+    /* A read blocks its reader: ext_io_depth reads in flight per I/O
+     * thread are that many readers. */
+    fl.nio_want = (o->io_threads < 1 ? 1 : o->io_threads) * (o->io_depth < 1 ? 1 : o->io_depth);
     fl.io = calloc(fl.nio_want, sizeof(*fl.io));
     if (fl.slots == NULL || fl.wbufs == NULL || fl.io == NULL) {
         return FLASH_ENOMEM;

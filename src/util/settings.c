@@ -383,7 +383,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("ext_drop_under", FLASH_FIFO),
     REFUSED("ext_max_frag", FLASH_FIFO),
     REFUSED("ext_max_sleep", FLASH_FIFO),
-    REFUSED("ext_io_depth", "flash reads are queued to the ext_threads I/O threads"),
     REFUSED("slab_automove_freeratio", NO_MOVER),
 };
 

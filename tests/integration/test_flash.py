@@ -866,6 +866,33 @@ def ext_tuning_options_in_stats_settings():
         eq(c.get("k"), value_for("k", 1), "serves")
 
 
+def threads_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    return 0
+
+
+@test
+def io_depth_reads_in_flight():
+    """-o ext_io_depth=N: N reads in flight per I/O thread, which slabcache
+    runs as N blocking readers per ext_threads: 2 x 3 start 4 more threads
+    than 2 x 1, and reads come back exact through them."""
+    slabcache_only()
+    counts = {}
+    for depth in (1, 3):
+        with Server("-m", RAM_MB, *ext_args(flash_path("depth%d" % depth),
+                                            more="ext_threads=2,ext_io_depth=%d" % depth)) as s, \
+                s.client() as c:
+            eq(c.set("k", value_for("k", 1)), "STORED")
+            counts[depth] = threads_of(s.proc.pid)
+            if depth == 3:
+                push_to_flash(c, "depth")
+                expect_from_flash(c, "k", value_for("k", 1))
+    eq(counts[3] - counts[1], 4, "readers for ext_threads=2: depth 3 vs 1 (%r)" % counts)
+
+
 def run_refused(opt):
     """Start with `-o opt`; return (exit status, stderr lines, port)."""
     port = free_port()
@@ -902,6 +929,7 @@ def bad_ext_options_refused():
         ("ext_path=%s:64m,ext_compact_under=10" % f, "ext_compact_under",
          EX_USAGE),
         ("ext_path=%s:64m,ext_max_frag=0.5" % f, "ext_max_frag", EX_USAGE),
+        ("ext_path=%s:64m,ext_io_depth=0" % f, "ext_io_depth", EX_USAGE),
     ]
     for opt, word, status in cases:
         code, lines, port = run_refused(opt)

@@ -113,6 +113,8 @@ def man_page_matches_the_option_table():
 SCALE = {"memory-limit": 1024 * 1024, "watcher_logbuf_size": 1024, "ssl_wbuf_size": 1024}
 # Values `stats settings` spells as memcached does.
 TEXT = {"ssl_min_version": {"3": "tlsv1.3"}, "ssl_verify_mode": {"1": "1"}}
+# Numeric options whose default is their maximum: started at this instead.
+OTHER_VALUE = {"ext_item_age": 30}
 # Flags: stats value without the flag, and with it.
 FLAG_STATS = {"yes": "no", "no": "yes", "on": "off", "off": "on"}
 
@@ -128,7 +130,7 @@ def start_args(opts):
             continue
         rng = o["default"] and re.fullmatch(r"\d+", o["default"] or "")
         if o["arg"] == "=<num>" and rng and o["name"] not in ("max-item-size",):
-            v = int(o["default"]) + 1
+            v = OTHER_VALUE.get(o["name"], int(o["default"]) + 1)
             if o["ext"]:
                 ext.append("%s=%d" % (o["name"], v))
             else:
