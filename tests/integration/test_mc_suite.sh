@@ -117,11 +117,11 @@ watcher_connid.t
 #   stats.t                  exact count of `stats` fields (slabcache adds its own)
 #   metaget.t                its last block ("mget + extstore tests", run when --help
 #                            names ext_path) starts a server with memcached's
-#                            extstore tuning options (ext_page_size, ext_io_depth,
-#                            ext_item_age, ext_recache_rate, ext_max_frag,
-#                            ext_compact_under), which slabcache's flash tier
-#                            refuses, and waits for memcached's age-based early
-#                            writes; every block before it passes
+#                            extstore tuning options; ext_item_age (the early
+#                            writes it waits for), ext_io_depth, ext_recache_rate
+#                            work here, ext_page_size, ext_max_frag and
+#                            ext_compact_under are refused (FIFO flash log, no
+#                            compaction); every block before it passes
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
