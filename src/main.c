@@ -262,6 +262,7 @@ flash_start(void)
     char path[4096], err[512];
     struct flash_options o = {
         .slab_size = (uint32_t)settings.ext_wbuf_size << 20,
+        .page_size = (uint64_t)settings.ext_page_size << 20,
         .wbufs = 4,
         .io_threads = (uint32_t)settings.ext_threads,
         .io_depth = (uint32_t)settings.ext_io_depth,

@@ -9,7 +9,8 @@
  * with one sequential write into the next slab of the ring. Slabs carry a
  * sequence number (log order): writing slab s reclaims the slab of s -
  * nslabs, FIFO, so every record in it dies at once, without an index
- * walk. RAM keeps a stub per flash-resident item (item.h, ITEM_FLASH)
+ * walk. With ext_page_size, pages of several slabs are reclaimed whole:
+ * the slab that starts a page reclaims the page. RAM keeps a stub per flash-resident item (item.h, ITEM_FLASH)
  * whose value is a struct flash_loc; a stub whose slab has been reclaimed
  * (or failed to write) is dead, and dropped as an expired item is.
  *
@@ -48,6 +49,8 @@ struct flash_options {
     const char *path;
     uint64_t    size;           /* bytes */
     uint32_t    slab_size;      /* bytes per flash slab = write buffer (ext_wbuf_size) */
+    uint64_t    page_size;      /* bytes reclaimed together, a multiple of
+                                   slab_size (ext_page_size); 0: one slab */
     uint32_t    wbufs;          /* write buffers: one filling, the rest queued */
     uint32_t    io_threads;     /* ext_threads */
     uint32_t    io_depth;       /* ext_io_depth: reads in flight per I/O thread */

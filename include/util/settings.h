@@ -95,6 +95,7 @@
     X(ext_item_size,   XNUM,    0,   "ext_item_size",       512,         0,    1073741824,  "ext_item_size",     "flash tier: smallest value, in bytes, kept on flash when evicted") \
     X(ext_threads,     XNUM,    0,   "ext_threads",         1,           1,    64,          "ext_threads",       "flash tier: I/O threads reading flash") \
     X(ext_io_depth,    XNUM,    0,   "ext_io_depth",        1,           1,    64,          NULL,                "flash tier: reads each I/O thread keeps in flight (slabcache runs ext_threads x ext_io_depth blocking readers)") \
+    X(ext_page_size,   XNUM,    0,   "ext_page_size",       0,           0,    65536,       NULL,                "flash tier: flash space is reclaimed this many megabytes at a time, a multiple of ext_wbuf_size (0: one write buffer)") \
     X(ext_wbuf_size,   XNUM,    0,   "ext_wbuf_size",       1,           1,    64,          NULL,                "flash tier: write buffer = flash slab, in megabytes (stats settings shows bytes)") \
     X(ext_item_age,    XNUM,    0,   "ext_item_age",        4294967295,  0,    4294967295,  "ext_item_age",      "flash tier: items idle more than this many seconds are written to flash before memory runs out (default: only when evicted)") \
     X(ext_recache_rate, XNUM,   0,   "ext_recache_rate",    2000,        0,    4294967295,  "ext_recache_rate",  "flash tier: every Nth value read from flash is copied back to RAM (0 = never)") \

@@ -58,6 +58,8 @@ struct flash_slot {
     _Atomic uint32_t state;
     uint32_t         nobj;      /* records in it (lock held) */
     uint64_t         bytes;
+    bool             offered;   /* its records were offered for rewriting
+                                   (writer_rescue): it may be reclaimed */
 };
 
 struct wbuf {
@@ -72,7 +74,8 @@ static struct {
     int                fd;
     uint64_t           size;
     uint32_t           slab_size;
-    uint32_t           nslabs;
+    uint32_t           nslabs;      /* a multiple of page_slabs */
+    uint32_t           page_slabs;  /* flash slabs reclaimed together (ext_page_size) */
     uint32_t           min_value;
     bool               drop_unread;
 
@@ -85,8 +88,6 @@ static struct {
     struct wbuf       *whead, *wtail;
     bool               writing;     /* the writer holds a buffer */
     uint32_t           next_seq;
-    uint32_t           rescued_seq;     /* the last slab offered for rewriting
-                                           (its slot may then be reused) */
     _Atomic uint32_t   offering_seq;    /* the slab being offered, 0: none */
     uint64_t           records_live;    /* records in readable slabs (lock held) */
     char              *scratch;         /* the writer's copy of that slab */
@@ -240,18 +241,28 @@ flash_setup(const struct flash_options *o, char *err, size_t cap)
         snprintf(err, cap, "flash: set up twice");
         return FLASH_EINVAL;
     }
-    if (o->slab_size < 4096 || o->size / o->slab_size < 2) {
-        snprintf(err, cap, "ext_path: %" PRIu64 " bytes is less than two flash slabs of %u bytes",
-                 o->size, o->slab_size);
+    uint64_t page = o->page_size != 0 ? o->page_size : o->slab_size;
+    if (o->slab_size < 4096 || page % o->slab_size != 0) {
+        snprintf(err, cap, "ext_page_size: %" PRIu64 " bytes is not a multiple of the "
+                 "write buffer (ext_wbuf_size, %u bytes)", page, o->slab_size);
+        return FLASH_EINVAL;
+    }
+    if (o->size / page < 2) {
+        snprintf(err, cap, "ext_path: %" PRIu64 " bytes is less than two flash pages of %"
+                 PRIu64 " bytes", o->size, page);
         return FLASH_EINVAL;
     }
     fl.size = o->size;
     fl.slab_size = o->slab_size;
-    fl.nslabs = o->size / o->slab_size > UINT32_MAX / 2 ? UINT32_MAX / 2 :
-                (uint32_t)(o->size / o->slab_size);
+    fl.page_slabs = (uint32_t)(page / o->slab_size);
+    uint64_t pages = o->size / page;
+    if (pages > UINT32_MAX / 2 / fl.page_slabs) {
+        pages = UINT32_MAX / 2 / fl.page_slabs;
+    }
+    fl.nslabs = (uint32_t)pages * fl.page_slabs;
     fl.min_value = o->min_value;
     fl.drop_unread = o->drop_unread;
-    fl.next_seq = 1;
+    fl.next_seq = fl.nslabs;     /* slot 0 first: page-aligned from the start */
     pthread_mutex_init(&fl.lock, NULL);
     pthread_cond_init(&fl.wcond, NULL);
     pthread_mutex_init(&fl.io_lock, NULL);
@@ -390,7 +401,44 @@ flash_loc_valid(const struct flash_loc *loc)
            (st == SLOT_BUFFERED || st == SLOT_WRITING || st == SLOT_WRITTEN);
 }
 
-/* A buffer starts a new flash slab: its slot's previous slab dies (lock held). */
+static bool
+slot_live(const struct flash_slot *s)
+{
+    uint32_t st = atomic_load(&s->state);
+
+    return st == SLOT_WRITTEN || st == SLOT_BUFFERED || st == SLOT_WRITING;
+}
+
+/* The first slot of seq's page, and whether seq starts it. */
+static uint32_t
+page_first(uint32_t seq, bool *starts)
+{
+    uint32_t idx = seq % fl.nslabs;
+
+    *starts = idx % fl.page_slabs == 0;
+    return idx - idx % fl.page_slabs;
+}
+
+/* A slot's records die (lock held); true if it held any. */
+static bool
+slot_reclaim(struct flash_slot *s)
+{
+    if (!slot_live(s)) {
+        return false;
+    }
+    fl.records_live -= s->nobj;
+    fl.st.extstore_objects_evicted += s->nobj;
+    fl.st.extstore_bytes_evicted += s->bytes;
+    s->nobj = 0;
+    s->bytes = 0;
+    return true;
+}
+
+/*
+ * A buffer starts a new flash slab. A slab that starts a page reclaims the
+ * whole page, every slab in it (as memcached frees extstore space a page
+ * at a time); the page's other slabs then start on empty slots (lock held).
+ */
 static void
 wbuf_start(struct wbuf *w)
 {
@@ -399,19 +447,25 @@ wbuf_start(struct wbuf *w)
         fl.next_seq = 1;        /* 0 names no slab */
     }
     w->used = 0;
+    bool starts;
+    uint32_t first = page_first(w->seq, &starts);
     struct flash_slot *s = slot_of(w->seq);
-    uint32_t old = atomic_load(&s->state);
-    if (old == SLOT_WRITTEN || old == SLOT_BUFFERED || old == SLOT_WRITING) {
-        fl.records_live -= s->nobj;
-        fl.st.extstore_page_evictions++;
-        fl.st.extstore_objects_evicted += s->nobj;
-        fl.st.extstore_bytes_evicted += s->bytes;
+    if (starts) {
+        bool evicted = false;
+        for (uint32_t i = first; i < first + fl.page_slabs; i++) {
+            evicted |= slot_reclaim(&fl.slots[i]);
+            if (&fl.slots[i] != s) {
+                atomic_store_explicit(&fl.slots[i].state, SLOT_EMPTY, memory_order_release);
+            }
+        }
+        fl.st.extstore_page_evictions += evicted;
+        fl.st.extstore_page_allocs++;
+    } else if (slot_reclaim(s)) {
+        fl.st.extstore_page_evictions++;    /* not reached: reclaimed with its page */
     }
     atomic_store_explicit(&s->seq, w->seq, memory_order_release);
     atomic_store_explicit(&s->state, SLOT_BUFFERED, memory_order_release);
-    s->nobj = 0;
-    s->bytes = 0;
-    fl.st.extstore_page_allocs++;
+    s->offered = false;
     pthread_cond_broadcast(&fl.wcond);     /* the next slot may be due: writer */
 }
 
@@ -436,23 +490,31 @@ wbuf_seal(void)
 }
 
 /*
- * Starting slab seq reclaims the slab in its slot: only once the writer
- * has offered that slab's records for rewriting (writer_rescue), so a
+ * Starting slab seq reclaims its page: only once the writer has offered
+ * the records of every slab in it for rewriting (writer_rescue), so a
  * burst that outruns the writer cannot reclaim slabs unread (lock held).
  * A slab of the previous lap still in a buffer (a ring of no more slots
  * than buffers, behind a slow writer) is not reclaimed either: it must be
- * written and offered first.
+ * written and offered first. A slab inside a page starts on a slot its
+ * page's start emptied.
  */
 static bool
 slot_ready(uint32_t seq)
 {
-    struct flash_slot *s = slot_of(seq);
-    uint32_t st = atomic_load(&s->state);
+    bool starts;
+    uint32_t first = page_first(seq, &starts);
 
-    if (atomic_load(&fl.rewrite) == NULL || st == SLOT_EMPTY || st == SLOT_FAILED) {
+    if (atomic_load(&fl.rewrite) == NULL || !starts) {
         return true;
     }
-    return st == SLOT_WRITTEN && atomic_load(&s->seq) == fl.rescued_seq;
+    for (uint32_t i = first; i < first + fl.page_slabs; i++) {
+        uint32_t st = atomic_load(&fl.slots[i].state);
+        if (st != SLOT_EMPTY && st != SLOT_FAILED &&
+            !(st == SLOT_WRITTEN && fl.slots[i].offered)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 static struct wbuf *
@@ -607,15 +669,25 @@ writer_write(struct wbuf *w)
  */
 static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
 
-/* The slab the next buffer will reclaim is still to be offered (lock held). */
-static bool
+/* A slab of the page the next buffer will reclaim still to be offered, or
+ * NULL (lock held). */
+static struct flash_slot *
 rescue_due(void)
 {
-    struct flash_slot *s = slot_of(fl.next_seq);
-    uint32_t seq = atomic_load(&s->seq);
+    bool starts;
+    uint32_t first = page_first(fl.next_seq, &starts);
 
-    return atomic_load(&fl.rewrite) != NULL && seq != 0 && seq != fl.rescued_seq &&
-           atomic_load(&s->state) == SLOT_WRITTEN;
+    if (atomic_load(&fl.rewrite) == NULL || !starts) {
+        return NULL;
+    }
+    for (uint32_t i = first; i < first + fl.page_slabs; i++) {
+        struct flash_slot *s = &fl.slots[i];
+        if (atomic_load(&s->seq) != 0 && atomic_load(&s->state) == SLOT_WRITTEN &&
+            !s->offered) {
+            return s;
+        }
+    }
+    return NULL;
 }
 
 static void
@@ -624,11 +696,11 @@ writer_rescue(void)
     flash_rewrite_fn fn = atomic_load(&fl.rewrite);
 
     pthread_mutex_lock(&fl.lock);
-    struct flash_slot *s = slot_of(fl.next_seq);
-    uint32_t seq = atomic_load(&s->seq), bytes = (uint32_t)s->bytes;
-    bool due = fn != NULL && rescue_due();
+    struct flash_slot *s = fn != NULL ? rescue_due() : NULL;
+    uint32_t seq = s != NULL ? atomic_load(&s->seq) : 0;
+    uint32_t bytes = s != NULL ? (uint32_t)s->bytes : 0;
     pthread_mutex_unlock(&fl.lock);
-    if (!due) {
+    if (s == NULL) {
         return;
     }
     off_t at = (off_t)(seq % fl.nslabs) * fl.slab_size;
@@ -637,7 +709,9 @@ writer_rescue(void)
      * of rewritten records too (each record's stub is checked to still
      * point at it before it moves). */
     pthread_mutex_lock(&fl.lock);
-    fl.rescued_seq = seq;
+    if (atomic_load(&s->seq) == seq) {
+        s->offered = true;
+    }
     pthread_cond_broadcast(&fl.wcond);
     pthread_mutex_unlock(&fl.lock);
     if (copied) {
@@ -930,16 +1004,19 @@ flash_get_stats(struct flash_stats *out)
     pthread_mutex_lock(&fl.lock);
     *out = fl.st;
     uint64_t used = 0;
-    for (uint32_t i = 0; i < fl.nslabs; i++) {
-        uint32_t st = atomic_load(&fl.slots[i].state);
-        used += st == SLOT_BUFFERED || st == SLOT_WRITING || st == SLOT_WRITTEN;
+    for (uint32_t i = 0; i < fl.nslabs; i += fl.page_slabs) {
+        bool any = false;
+        for (uint32_t j = i; j < i + fl.page_slabs; j++) {
+            any |= slot_live(&fl.slots[j]);
+        }
+        used += any;
     }
     pthread_mutex_unlock(&fl.lock);
     pthread_mutex_lock(&fl.io_lock);
     out->extstore_io_queue = fl.io_queued;
     pthread_mutex_unlock(&fl.io_lock);
     out->extstore_pages_used = used;
-    out->extstore_pages_free = fl.nslabs - used;
+    out->extstore_pages_free = fl.nslabs / fl.page_slabs - used;
     out->extstore_objects_read = atomic_load(&fl.objects_read);
     out->extstore_bytes_read = atomic_load(&fl.bytes_read);
     out->extstore_read_errors = atomic_load(&fl.read_errors);

@@ -344,7 +344,6 @@ static void set_nothing(void)       { }
 static const char NO_SEGMENTS[] = "slabcache has no segmented LRU (one CLOCK per class)";
 static const char NO_MOVER[] = "slabcache moves slabs by eviction policy (--eviction), not a page mover";
 static const char GEOMETRY[] = "slab geometry is set with -I, -f and -n";
-static const char FLASH_SLABS[] = "flash slabs are the size of the write buffer (ext_wbuf_size)";
 static const char FLASH_FIFO[] = "flash space is reclaimed first in, first out by flash slab: no compaction or early writes";
 
 static const struct compat_opt compat_opts[] = {
@@ -377,7 +376,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("resp_obj_mem_limit", "no response objects"),
     REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
     REFUSED("ssl_kernel_tls", "kernel TLS offload is not supported"),
-    REFUSED("ext_page_size", FLASH_SLABS),
     REFUSED("ext_low_ttl", FLASH_FIFO),
     REFUSED("ext_compact_under", FLASH_FIFO),
     REFUSED("ext_drop_under", FLASH_FIFO),

@@ -866,6 +866,34 @@ def ext_tuning_options_in_stats_settings():
         eq(c.get("k"), value_for("k", 1), "serves")
 
 
+@test
+def page_reclaimed_whole():
+    """-o ext_page_size=4 with 1 MB write buffers: flash space is reclaimed
+    4 MB at a time (as memcached's pages), so the first reclaim drops the
+    records of four flash slabs at once, not one; values stay exact."""
+    slabcache_only()
+    size, per_slab = 20000, (1 << 20) // 20100
+    with Server("-m", RAM_MB, "-o", "ext_path=%s:16m,ext_wbuf_size=1,ext_page_size=4"
+                % flash_path("page")) as s, s.client() as c:
+        first = None
+        for i in range(3000):
+            k = "pg:%d" % i
+            eq(c.set(k, value_for(k, 1, size)), "STORED")
+            st = c.stats()
+            if int(st.get("extstore_page_evictions", "0")) > 0:
+                first = int(st["extstore_objects_evicted"])
+                break
+        check(first is not None, "a page was reclaimed")
+        print("     first page reclaim dropped %d records (%d per flash slab)"
+              % (first, per_slab))
+        check(first > 2 * per_slab, "records of more than one slab dropped at once")
+        eq(c.stats("settings").get("ext_wbuf_size"), "1048576", "wbuf")
+        got = read_all(c, ["pg:%d" % j for j in range(i + 1)])
+        for k, v in got.items():
+            eq(v, value_for(k, 1, size), "value of " + k)
+        check(s.alive(), "server alive")
+
+
 def threads_of(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -930,6 +958,9 @@ def bad_ext_options_refused():
          EX_USAGE),
         ("ext_path=%s:64m,ext_max_frag=0.5" % f, "ext_max_frag", EX_USAGE),
         ("ext_path=%s:64m,ext_io_depth=0" % f, "ext_io_depth", EX_USAGE),
+        ("ext_path=%s:64m,ext_wbuf_size=2,ext_page_size=3" % f, "ext_page_size",
+         EX_USAGE),
+        ("ext_path=%s:8m,ext_page_size=8" % f, "ext_path", EX_USAGE),
     ]
     for opt, word, status in cases:
         code, lines, port = run_refused(opt)

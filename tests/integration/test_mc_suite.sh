@@ -118,8 +118,8 @@ watcher_connid.t
 #   metaget.t                its last block ("mget + extstore tests", run when --help
 #                            names ext_path) starts a server with memcached's
 #                            extstore tuning options; ext_item_age (the early
-#                            writes it waits for), ext_io_depth, ext_recache_rate
-#                            work here, ext_page_size, ext_max_frag and
+#                            writes it waits for), ext_io_depth, ext_page_size,
+#                            ext_recache_rate work here, ext_max_frag and
 #                            ext_compact_under are refused (FIFO flash log, no
 #                            compaction); every block before it passes
 # A global pool of read and response buffers, where slabcache bounds each
