@@ -264,6 +264,8 @@ flash_start(void)
         .slab_size = (uint32_t)settings.ext_wbuf_size << 20,
         .page_size = (uint64_t)settings.ext_page_size << 20,
         .wbufs = 4,
+        .free_pages = (uint32_t)settings.ext_compact_under - 1,
+        .rewrite_share = settings.ext_max_frag,
         .io_threads = (uint32_t)settings.ext_threads,
         .io_depth = (uint32_t)settings.ext_io_depth,
         .min_value = (uint32_t)settings.ext_item_size,

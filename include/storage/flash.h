@@ -52,6 +52,10 @@ struct flash_options {
     uint64_t    page_size;      /* bytes reclaimed together, a multiple of
                                    slab_size (ext_page_size); 0: one slab */
     uint32_t    wbufs;          /* write buffers: one filling, the rest queued */
+    uint32_t    free_pages;     /* ext_compact_under - 1 pages kept free ahead
+                                   of the writer (0: reclaim when needed) */
+    double      rewrite_share;  /* ext_max_frag: share of a reclaimed page its
+                                   read records may fill when rewritten */
     uint32_t    io_threads;     /* ext_threads */
     uint32_t    io_depth;       /* ext_io_depth: reads in flight per I/O thread */
     uint32_t    min_value;      /* ext_item_size: smaller values are not kept */

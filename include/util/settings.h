@@ -21,8 +21,9 @@
 /*
  * Kinds: how the argument is parsed and the field's C type. Command line:
  * INT, OCT (octal), SIZE (k/m/g suffix), REAL, FLAG (no argument), COUNT
- * (-v, -vv), STR. Extended, the name given to -o: XNUM (name=N), XBOOL
- * (name=0|1), XSWITCH (name turns it on, no_name off), XSTR (name=text).
+ * (-v, -vv), STR. Extended, the name given to -o: XNUM (name=N), XREAL
+ * (name=R), XBOOL (name=0|1), XSWITCH (name turns it on, no_name off),
+ * XSTR (name=text).
  */
 #define SETTINGS_CTYPE_INT     long
 #define SETTINGS_CTYPE_OCT     long
@@ -32,6 +33,7 @@
 #define SETTINGS_CTYPE_COUNT   long
 #define SETTINGS_CTYPE_STR     const char *
 #define SETTINGS_CTYPE_XNUM    long
+#define SETTINGS_CTYPE_XREAL   double
 #define SETTINGS_CTYPE_XBOOL   bool
 #define SETTINGS_CTYPE_XSWITCH bool
 #define SETTINGS_CTYPE_XSTR    const char *
@@ -99,6 +101,8 @@
     X(ext_wbuf_size,   XNUM,    0,   "ext_wbuf_size",       1,           1,    64,          NULL,                "flash tier: write buffer = flash slab, in megabytes (stats settings shows bytes)") \
     X(ext_item_age,    XNUM,    0,   "ext_item_age",        4294967295,  0,    4294967295,  "ext_item_age",      "flash tier: items idle more than this many seconds are written to flash before memory runs out (default: only when evicted)") \
     X(ext_recache_rate, XNUM,   0,   "ext_recache_rate",    2000,        0,    4294967295,  "ext_recache_rate",  "flash tier: every Nth value read from flash is copied back to RAM (0 = never)") \
+    X(ext_compact_under, XNUM,  0,   "ext_compact_under",   1,           1,    65536,       "ext_compact_under", "flash tier: the oldest page is reclaimed (its read records rewritten) once fewer than this many pages are free, so N-1 stay free ahead of the writer") \
+    X(ext_max_frag,    XREAL,   0,   "ext_max_frag",        0.25,        0,    1,           "ext_max_frag",      "flash tier: share of a page its read records may fill when rewritten as it is reclaimed (0: none)") \
     X(ext_drop_unread, XSWITCH, 0,   "ext_drop_unread",     false,       0,    1,           "ext_drop_unread",   "flash tier: items never read are dropped, not written to flash")
 
 struct settings {

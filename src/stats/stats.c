@@ -421,8 +421,9 @@ static const struct fixed_setting ext_age_fixed[] = {
     { "ext_low_ttl", "0" }, { NULL, NULL },
 };
 static const struct fixed_setting ext_compact_fixed[] = {
-    { "ext_compact_under", "0" }, { "ext_drop_under", "0" },
-    { "ext_max_sleep", "1000000" }, { "ext_max_frag", "0.80" },
+    { "ext_drop_under", "0" }, { "ext_max_sleep", "1000000" }, { NULL, NULL },
+};
+static const struct fixed_setting automove_fixed[] = {
     { "slab_automove_freeratio", "0.010" }, { NULL, NULL },
 };
 static const struct fixed_setting tail_fixed[] = {
@@ -517,7 +518,11 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_fixed(emit, ctx, ext_age_fixed);
     emit_u64(emit, ctx, "ext_recache_rate", (uint64_t)settings.ext_recache_rate);
     emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);
+    emit_u64(emit, ctx, "ext_compact_under", (uint64_t)settings.ext_compact_under);
     emit_fixed(emit, ctx, ext_compact_fixed);
+    snprintf(buf, sizeof(buf), "%.2f", settings.ext_max_frag);
+    emit_str(emit, ctx, "ext_max_frag", buf);
+    emit_fixed(emit, ctx, automove_fixed);
     emit_str(emit, ctx, "ext_drop_unread", settings.ext_drop_unread ? "yes" : "no");
     emit_ssl_settings(emit, ctx);
     emit_fixed(emit, ctx, tail_fixed);

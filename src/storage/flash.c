@@ -76,6 +76,10 @@ static struct {
     uint32_t           slab_size;
     uint32_t           nslabs;      /* a multiple of page_slabs */
     uint32_t           page_slabs;  /* flash slabs reclaimed together (ext_page_size) */
+    uint32_t           ahead_slabs; /* slots kept free ahead of the writer: whole
+                                       pages (ext_compact_under - 1) */
+    uint32_t           rewrite_budget;  /* bytes of a reclaimed slab its read
+                                           records may fill again (ext_max_frag) */
     uint32_t           min_value;
     bool               drop_unread;
 
@@ -260,6 +264,14 @@ flash_setup(const struct flash_options *o, char *err, size_t cap)
         pages = UINT32_MAX / 2 / fl.page_slabs;
     }
     fl.nslabs = (uint32_t)pages * fl.page_slabs;
+    if ((uint64_t)o->free_pages + 2 > pages) {
+        /* the writer needs the page it fills and the one before it */
+        snprintf(err, cap, "ext_compact_under: %u is not below the file's %" PRIu64
+                 " pages less one", o->free_pages + 1, pages);
+        return FLASH_EINVAL;
+    }
+    fl.ahead_slabs = o->free_pages * fl.page_slabs;
+    fl.rewrite_budget = (uint32_t)(o->rewrite_share * fl.slab_size);
     fl.min_value = o->min_value;
     fl.drop_unread = o->drop_unread;
     fl.next_seq = fl.nslabs;     /* slot 0 first: page-aligned from the start */
@@ -409,14 +421,19 @@ slot_live(const struct flash_slot *s)
     return st == SLOT_WRITTEN || st == SLOT_BUFFERED || st == SLOT_WRITING;
 }
 
-/* The first slot of seq's page, and whether seq starts it. */
+/*
+ * The first slot of the page that slab seq reclaims, and whether seq
+ * reclaims one at all (it starts a page): its own page, or with
+ * ext_compact_under the page that many pages less one ahead of it (those
+ * between stay free).
+ */
 static uint32_t
 page_first(uint32_t seq, bool *starts)
 {
     uint32_t idx = seq % fl.nslabs;
 
     *starts = idx % fl.page_slabs == 0;
-    return idx - idx % fl.page_slabs;
+    return (idx - idx % fl.page_slabs + fl.ahead_slabs) % fl.nslabs;
 }
 
 /* A slot's records die (lock held); true if it held any. */
@@ -460,7 +477,8 @@ wbuf_start(struct wbuf *w)
         }
         fl.st.extstore_page_evictions += evicted;
         fl.st.extstore_page_allocs++;
-    } else if (slot_reclaim(s)) {
+    }
+    if (slot_reclaim(s)) {
         fl.st.extstore_page_evictions++;    /* not reached: reclaimed with its page */
     }
     atomic_store_explicit(&s->seq, w->seq, memory_order_release);
@@ -725,7 +743,7 @@ writer_rescue(void)
 static void
 writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes)
 {
-    uint32_t budget = fl.slab_size / 4, rescued = 0, skipped = 0;
+    uint32_t budget = fl.rewrite_budget, rescued = 0, skipped = 0;
     for (uint32_t off = 0; off + sizeof(struct flash_rec) <= bytes;) {
         struct flash_rec h;
         memcpy(&h, fl.scratch + off, sizeof(h));

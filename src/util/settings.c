@@ -25,7 +25,7 @@ struct settings settings;
 
 typedef enum opt_kind {
     KIND_INT, KIND_OCT, KIND_SIZE, KIND_REAL, KIND_FLAG, KIND_COUNT, KIND_STR,
-    KIND_XNUM, KIND_XBOOL, KIND_XSWITCH, KIND_XSTR
+    KIND_XNUM, KIND_XREAL, KIND_XBOOL, KIND_XSWITCH, KIND_XSTR
 } opt_kind_t;
 
 struct opt_desc {
@@ -49,8 +49,8 @@ static const struct opt_desc opt_table[] = { SETTINGS_OPTIONS(OPT_DESC) };
 static bool
 opt_is_ext(const struct opt_desc *d)
 {
-    return d->kind == KIND_XNUM || d->kind == KIND_XBOOL || d->kind == KIND_XSWITCH ||
-           d->kind == KIND_XSTR;
+    return d->kind == KIND_XNUM || d->kind == KIND_XREAL || d->kind == KIND_XBOOL ||
+           d->kind == KIND_XSWITCH || d->kind == KIND_XSTR;
 }
 
 /*
@@ -125,7 +125,7 @@ settings_row_stat(size_t i, const char **stat, char *buf, size_t cap)
     case KIND_OCT:
         snprintf(buf, cap, "%lo", (unsigned long)*(long *)d->field);
         break;
-    case KIND_REAL:
+    case KIND_REAL: case KIND_XREAL:
         snprintf(buf, cap, "%.2f", *(double *)d->field);
         break;
     case KIND_FLAG: case KIND_XBOOL: case KIND_XSWITCH:
@@ -160,7 +160,7 @@ opt_default_text(const struct opt_desc *d, char *buf, size_t cap)
     case KIND_OCT:
         snprintf(buf, cap, "0%lo", (unsigned long)*(long *)d->field);
         break;
-    case KIND_REAL:
+    case KIND_REAL: case KIND_XREAL:
         snprintf(buf, cap, "%.2f", *(double *)d->field);
         break;
     case KIND_XBOOL:
@@ -269,6 +269,7 @@ apply_option(const struct opt_desc *d, const char *arg)
          * is applied as it comes (later settings win). */
         return d->field == &settings.extended ? apply_extended(arg) : 0;
     case KIND_XNUM:
+    case KIND_XREAL:
     case KIND_XBOOL:
     case KIND_XSWITCH:
     case KIND_XSTR:
@@ -344,7 +345,7 @@ static void set_nothing(void)       { }
 static const char NO_SEGMENTS[] = "slabcache has no segmented LRU (one CLOCK per class)";
 static const char NO_MOVER[] = "slabcache moves slabs by eviction policy (--eviction), not a page mover";
 static const char GEOMETRY[] = "slab geometry is set with -I, -f and -n";
-static const char FLASH_FIFO[] = "flash space is reclaimed first in, first out by flash slab: no compaction or early writes";
+static const char FLASH_FIFO[] = "no such knob in slabcache's flash log (space is reclaimed first in, first out by page; see ext_compact_under, ext_max_frag)";
 
 static const struct compat_opt compat_opts[] = {
     SWITCH("no_slab_automove", set_no_automove),
@@ -377,9 +378,7 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("read_buf_mem_limit", "read buffers are fixed at 16 KB per connection"),
     REFUSED("ssl_kernel_tls", "kernel TLS offload is not supported"),
     REFUSED("ext_low_ttl", FLASH_FIFO),
-    REFUSED("ext_compact_under", FLASH_FIFO),
     REFUSED("ext_drop_under", FLASH_FIFO),
-    REFUSED("ext_max_frag", FLASH_FIFO),
     REFUSED("ext_max_sleep", FLASH_FIFO),
     REFUSED("slab_automove_freeratio", NO_MOVER),
 };
@@ -455,6 +454,19 @@ apply_ext_row(const struct opt_desc *d, bool on, bool has_value, const char *val
             free(copy);
             return usage_error(d->name, value, "too many string options");
         }
+        return 0;
+    }
+    if (d->kind == KIND_XREAL) {
+        char *end;
+        errno = 0;
+        double dv = has_value ? strtod(value, &end) : 0;
+        if (!has_value || errno != 0 || end == value || *end != '\0' ||
+            dv < d->min || dv > d->max) {
+            char why[64];
+            snprintf(why, sizeof(why), "must be a number from %g to %g", d->min, d->max);
+            return usage_error(d->name, has_value ? value : "", why);
+        }
+        *(double *)d->field = dv;
         return 0;
     }
     if (!has_value && d->field == &settings.automove) {

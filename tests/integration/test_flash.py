@@ -894,6 +894,52 @@ def page_reclaimed_whole():
         check(s.alive(), "server alive")
 
 
+@test
+def compact_under_keeps_pages_free():
+    """-o ext_compact_under=3: the oldest page is reclaimed once fewer than
+    3 pages are free, so 2 stay free ahead of the writer after the file
+    wraps (default 1: none); values stay exact."""
+    slabcache_only()
+    for under, free in ((1, 0), (3, 2)):
+        with flash_server("under%d" % under, size="8m",
+                          more="ext_compact_under=%d" % under) as s, \
+                s.client(timeout=10) as c:
+            eq(c.stats("settings").get("ext_compact_under"), str(under), "stats settings")
+            keys = ["cu:%d" % i for i in range(6000)]
+            set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+            wait_writer(c)
+            st = c.stats()
+            check(int(st["extstore_page_evictions"]) > 8, "the file wrapped")
+            eq(int(st["extstore_pages_free"]), free,
+               "pages free with ext_compact_under=%d" % under)
+            for k, v in read_all(c, keys, batch=200).items():
+                eq(v, value_for(k, 1), "value of " + k)
+
+
+@test
+def max_frag_zero_rewrites_nothing():
+    """-o ext_max_frag=0: no share of a reclaimed page may be rewritten, so
+    a key read between bursts is lost when its page is reclaimed (with the
+    default 0.25 it is written again: read_item_outlives_flash_wrap)."""
+    slabcache_only()
+    hot = value_for("hot", 1)
+    with flash_server("frag0", size="8m", more="ext_recache_rate=0,ext_max_frag=0") as s, \
+            s.client(timeout=10) as c:
+        eq(c.stats("settings").get("ext_max_frag"), "0.00", "stats settings")
+        set_pipelined(c, [("hot", hot)])
+        push_to_flash(c, "0", n=3000)
+        lost = None
+        for r in range(8):
+            v = c.get("hot")
+            if v is None:
+                lost = r
+                break
+            eq(v, hot, "hot before it is lost")
+            push_to_flash(c, "w%d" % r, n=1500)
+        check(lost is not None, "hot lost to the wrap")
+        eq(int(c.stats()["extstore_compact_rescues"]), 0, "nothing rewritten")
+
+
 def threads_of(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -944,8 +990,7 @@ def run_refused(opt):
 @test
 def bad_ext_options_refused():
     """slabcache exits non-zero with one line naming the option, and never
-    listens. (memcached 1.6.18 starts with sizes abc, 0 and 1m, and takes
-    ext_compact_under / ext_max_frag.)"""
+    listens. (memcached 1.6.18 starts with sizes abc, 0 and 1m.)"""
     slabcache_only()
     nodir = os.path.join(flash_path("nodir"), "sub", "file")
     f = flash_path("bad")
@@ -954,9 +999,10 @@ def bad_ext_options_refused():
         ("ext_path=%s:0" % f, "ext_path", EX_USAGE),
         ("ext_path=%s:abc" % f, "ext_path", EX_USAGE),
         ("ext_path=%s:1m" % f, "ext_path", EX_USAGE),
-        ("ext_path=%s:64m,ext_compact_under=10" % f, "ext_compact_under",
+        ("ext_path=%s:64m,ext_compact_under=64" % f, "ext_compact_under",
          EX_USAGE),
-        ("ext_path=%s:64m,ext_max_frag=0.5" % f, "ext_max_frag", EX_USAGE),
+        ("ext_path=%s:64m,ext_max_frag=1.5" % f, "ext_max_frag", EX_USAGE),
+        ("ext_path=%s:64m,ext_max_frag=abc" % f, "ext_max_frag", EX_USAGE),
         ("ext_path=%s:64m,ext_io_depth=0" % f, "ext_io_depth", EX_USAGE),
         ("ext_path=%s:64m,ext_wbuf_size=2,ext_page_size=3" % f, "ext_page_size",
          EX_USAGE),

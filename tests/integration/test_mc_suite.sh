@@ -43,6 +43,7 @@ TIMEOUT=${MC_SUITE_TIMEOUT:-90}
 # ALLOWED: run by default (make check); all pass against slabcache.
 ALLOWED="
 00-startup.t
+metaget.t
 ascii-auth.t
 binary-sasl.t
 ssl_cert_refresh.t
@@ -115,13 +116,6 @@ watcher_connid.t
 #                            CLOCK marks every read
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
 #   stats.t                  exact count of `stats` fields (slabcache adds its own)
-#   metaget.t                its last block ("mget + extstore tests", run when --help
-#                            names ext_path) starts a server with memcached's
-#                            extstore tuning options; ext_item_age (the early
-#                            writes it waits for), ext_io_depth, ext_page_size,
-#                            ext_recache_rate work here, ext_max_frag and
-#                            ext_compact_under are refused (FIFO flash log, no
-#                            compaction); every block before it passes
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
@@ -129,7 +123,7 @@ watcher_connid.t
 #   restart.t                -e restart file (warm restart)
 NOT_YET="64bit.t binary.t chunked-items.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t item_size_max.t
-lru-maintainer.t lru.t metaget.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
+lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
 slabs_reassign.t stats.t"
 # EXCLUDED, the issue's exceptions, with reasons:
 #   binary-extstore.t        extstore

@@ -33,7 +33,7 @@ setup(void)
     snprintf(path, sizeof(path), "%s/flash", dir);
     struct flash_options o = {
         .path = path, .size = (uint64_t)SLAB * NSLAB, .slab_size = SLAB, .wbufs = 4,
-        .io_threads = 1, .min_value = 0,
+        .io_threads = 1, .min_value = 0, .rewrite_share = 0.25,
     };
     ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_OK);
 }
