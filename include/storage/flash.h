@@ -95,6 +95,9 @@ bool            flash_append(const char *key, uint8_t nkey, const char *value,
  */
 bool            flash_wait_room(uint32_t timeout_ms);
 
+/* Whether a record of len bytes can be appended now (no stats counted). */
+bool            flash_room(uint32_t len);
+
 /* A stub was linked (+) or unlinked (-): records RAM still points at
  * (extstore_objects_used, extstore_bytes_used). */
 void            flash_note_used(int64_t objects, int64_t bytes);

@@ -203,6 +203,9 @@ flash_alloc(const struct flash_options *o)
     /* A read blocks its reader: ext_io_depth reads in flight per I/O
      * thread are that many readers. */
     fl.nio_want = (o->io_threads < 1 ? 1 : o->io_threads) * (o->io_depth < 1 ? 1 : o->io_depth);
+    if (fl.nio_want > FLASH_IO_MAX) {
+        fl.nio_want = FLASH_IO_MAX;     /* ext_threads=64 x ext_io_depth=64 */
+    }
     fl.io = calloc(fl.nio_want, sizeof(*fl.io));
     if (fl.slots == NULL || fl.wbufs == NULL || fl.io == NULL) {
         return FLASH_ENOMEM;
@@ -461,7 +464,10 @@ wbuf_start(struct wbuf *w)
 {
     w->seq = fl.next_seq++;
     if (fl.next_seq == 0) {
-        fl.next_seq = 1;        /* 0 names no slab */
+        /* 0 names no slab: go on at the seq of the same slot (2^32 mod
+         * nslabs), so pages stay aligned */
+        uint32_t r = (uint32_t)((UINT64_C(1) << 32) % fl.nslabs);
+        fl.next_seq = r != 0 ? r : fl.nslabs;
     }
     w->used = 0;
     bool starts;
@@ -477,8 +483,7 @@ wbuf_start(struct wbuf *w)
         }
         fl.st.extstore_page_evictions += evicted;
         fl.st.extstore_page_allocs++;
-    }
-    if (slot_reclaim(s)) {
+    } else if (slot_reclaim(s)) {
         fl.st.extstore_page_evictions++;    /* not reached: reclaimed with its page */
     }
     atomic_store_explicit(&s->seq, w->seq, memory_order_release);
@@ -687,15 +692,21 @@ writer_write(struct wbuf *w)
  */
 static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
 
-/* A slab of the page the next buffer will reclaim still to be offered, or
- * NULL (lock held). */
+/*
+ * A slab of the page the next page start will reclaim still to be offered,
+ * or NULL (lock held). Offered while the page before it fills, not once
+ * its start is due: appenders (and the rewrites themselves) would wait for
+ * the offers of a whole page at every page boundary.
+ */
 static struct flash_slot *
 rescue_due(void)
 {
     bool starts;
-    uint32_t first = page_first(fl.next_seq, &starts);
+    uint32_t idx = fl.next_seq % fl.nslabs;
+    uint32_t to_start = (fl.page_slabs - idx % fl.page_slabs) % fl.page_slabs;
+    uint32_t first = page_first(fl.next_seq + to_start, &starts);
 
-    if (atomic_load(&fl.rewrite) == NULL || !starts) {
+    if (atomic_load(&fl.rewrite) == NULL) {
         return NULL;
     }
     for (uint32_t i = first; i < first + fl.page_slabs; i++) {
@@ -846,6 +857,22 @@ flash_wait_room(uint32_t timeout_ms)
     while (!(room = flash_has_room()) && !fl.stop &&
            pthread_cond_timedwait(&fl.wcond, &fl.lock, &until) == 0) {
     }
+    pthread_mutex_unlock(&fl.lock);
+    return room;
+}
+
+bool
+flash_room(uint32_t len)
+{
+    bool room;
+
+    if (!fl.on) {
+        return false;
+    }
+    pthread_mutex_lock(&fl.lock);
+    room = len <= fl.slab_size &&
+           ((fl.cur != NULL && fl.cur->used + len <= fl.slab_size) ||
+            (wbuf_take_free() != NULL && slot_ready(fl.next_seq)));
     pthread_mutex_unlock(&fl.lock);
     return room;
 }

@@ -211,10 +211,11 @@ uint32_t
 item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
 {
     struct slab_info info;
-    rel_time_t now = clock_now();
     uint32_t written = 0, per = slab_class_perslab(cls);
 
     slab_lock(cls);
+    /* Read under the lock: an item linked since has time <= now. */
+    rel_time_t now = clock_now();
     if (!slab_table_info(sid, &info) || info.cls != cls) {
         slab_unlock(cls);
         return 0;               /* moved to another class meanwhile */
@@ -222,23 +223,31 @@ item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
     for (uint32_t i = 0; i < per; i++) {
         struct item *it = slab_chunk_in(sid, cls, i);
         uint32_t hv;
-        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FLASH)) != ITEM_LINKED ||
-            now - __atomic_load_n(&it->time, __ATOMIC_RELAXED) <= min_idle) {
-            continue;           /* cheap pre-check, settled below */
+        /* Cheap pre-check, settled below. An item read since the hand
+         * last passed it (ITEM_ACTIVE) is not idle, whatever its time
+         * says: reads do not write the time. */
+        rel_time_t t = __atomic_load_n(&it->time, __ATOMIC_RELAXED);
+        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FLASH | ITEM_ACTIVE)) !=
+                ITEM_LINKED || t > now || now - t <= min_idle) {
+            continue;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
         /* Dead ones are the hand's; a stub stays one. */
-        if (v == CLOCK_LIVE && now - it->time > min_idle &&
-            item_flash_stash(it, hv, now)) {
-            assoc_unlock(hv);
-            slab_free_locked(cls, sid, it);
-            written++;
-            continue;
+        item_stash_status_t st = ITEM_STASH_SKIP;
+        if (v == CLOCK_LIVE && !(item_iflags(it) & ITEM_ACTIVE) && it->time <= now &&
+            now - it->time > min_idle) {
+            st = item_flash_stash_early(it, hv);
         }
         assoc_unlock(hv);
+        if (st == ITEM_STASHED) {
+            slab_free_locked(cls, sid, it);
+            written++;
+        } else if (st == ITEM_STASH_FULL) {
+            break;              /* the next sweep tries again */
+        }
     }
     slab_unlock(cls);
     return written;

@@ -84,6 +84,41 @@ stub_alloc(uint8_t cls)
     return stub;
 }
 
+/* Fill stub from the item it stands for and swap it into the hash chain
+ * (both partition and class locks held, the record at loc). */
+static void
+stub_link(struct item *it, struct item *stub, uint32_t hv, const struct flash_loc *loc)
+{
+    uint8_t f = item_iflags(it), nkey = item_nkey(it);
+
+    stub->h_next = SLAB_HANDLE_NONE;
+    stub->time = it->time;
+    stub->exptime = it->exptime;
+    stub->nbytes = it->nbytes;
+    stub->flags = it->flags;
+    atomic_store_explicit(&stub->cas_key, atomic_load(&it->cas_key), memory_order_relaxed);
+    memcpy(item_key(stub), item_key(it), nkey);
+    memcpy(stub->data + nkey, loc, sizeof(*loc));
+    /* Linked, with the table's reference; it keeps no ITEM_ACTIVE (it was
+     * cold enough to be evicted). */
+    uint8_t keep = f & (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
+    atomic_store(&stub->refs, ((uint32_t)(keep | ITEM_LINKED | ITEM_FLASH) << ITEM_REF_BITS) | 1u);
+    /* it is linked and its partition locked: it is in the chain. */
+    bool replaced = assoc_replace(it, stub, hv);
+    assert(replaced);
+    (void)replaced;
+    /* The victim leaves the table as an unlink would; the stub joins it. */
+    struct item_class_state *vl = class_state_of(it), *sl = class_state_of(stub);
+    item_iflags_clear(it, ITEM_LINKED);
+    atomic_fetch_sub_explicit(&vl->number, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&vl->bytes, item_ntotal(it), memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->number, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->bytes, item_ntotal(stub), memory_order_relaxed);
+    item_note_ttl(slab_cls_of(stub), stub->exptime);
+    slab_touch(slab_sid_of(stub));      /* as a link does: the slab is in use */
+    flash_note_used(1, flash_rec_len(nkey, stub->nbytes));
+}
+
 bool
 item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
 {
@@ -113,33 +148,34 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
     if (stub == NULL) {
         return false;
     }
-    stub->h_next = SLAB_HANDLE_NONE;
-    stub->time = it->time;
-    stub->exptime = it->exptime;
-    stub->nbytes = it->nbytes;
-    stub->flags = it->flags;
-    atomic_store_explicit(&stub->cas_key, atomic_load(&it->cas_key), memory_order_relaxed);
-    memcpy(item_key(stub), item_key(it), nkey);
-    memcpy(stub->data + nkey, &loc, sizeof(loc));
-    /* Linked, with the table's reference; it keeps no ITEM_ACTIVE (it was
-     * cold enough to be evicted). */
-    uint8_t keep = f & (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
-    atomic_store(&stub->refs, ((uint32_t)(keep | ITEM_LINKED | ITEM_FLASH) << ITEM_REF_BITS) | 1u);
-    /* it is linked and its partition locked: it is in the chain. */
-    bool replaced = assoc_replace(it, stub, hv);
-    assert(replaced);
-    (void)replaced;
-    /* The victim leaves the table as an unlink would; the stub joins it. */
-    struct item_class_state *vl = class_state_of(it), *sl = class_state_of(stub);
-    item_iflags_clear(it, ITEM_LINKED);
-    atomic_fetch_sub_explicit(&vl->number, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&vl->bytes, item_ntotal(it), memory_order_relaxed);
-    atomic_fetch_add_explicit(&sl->number, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&sl->bytes, item_ntotal(stub), memory_order_relaxed);
-    item_note_ttl(slab_cls_of(stub), stub->exptime);
-    slab_touch(slab_sid_of(stub));      /* as a link does: the slab is in use */
-    flash_note_used(1, flash_rec_len(nkey, stub->nbytes));
+    stub_link(it, stub, hv, &loc);
     return true;
+}
+
+item_stash_status_t
+item_flash_stash_early(struct item *it, uint32_t hv)
+{
+    uint8_t f = item_iflags(it), nkey = item_nkey(it);
+    uint8_t scls = stub_class(nkey);
+    struct flash_loc loc;
+
+    if (!flash_keeps(it, f) || scls == 0 || scls == slab_cls_of(it)) {
+        return ITEM_STASH_SKIP;
+    }
+    if ((slab_class_free(scls) == 0 && slab_at_limit()) ||
+        !flash_room(flash_rec_len(nkey, it->nbytes))) {
+        return ITEM_STASH_FULL;
+    }
+    if (!flash_append(item_key(it), nkey, item_value(it), it->nbytes, it->flags,
+                      item_cas(it), &loc)) {
+        return ITEM_STASH_FULL;     /* the room went meanwhile (rare) */
+    }
+    struct item *stub = stub_alloc(scls);
+    if (stub == NULL) {
+        return ITEM_STASH_FULL;     /* the chunk went meanwhile (rare) */
+    }
+    stub_link(it, stub, hv, &loc);
+    return ITEM_STASHED;
 }
 
 bool

@@ -137,6 +137,15 @@ bool          item_class_drop_locked(struct item_class_state *l, struct item *it
  * stub, its record appended to flash; false (nothing changed) if it is
  * not to be kept or there is no room. */
 bool          item_flash_stash(struct item *it, uint32_t hv, rel_time_t now);
+/* The same for ext_item_age's sweep, which must never write a record it
+ * cannot keep (it would come back a second later): it checks for flash
+ * room and a stub chunk first, and counts nothing when it gives up. */
+typedef enum item_stash_status {
+    ITEM_STASHED,
+    ITEM_STASH_SKIP,            /* not a value the flash tier keeps */
+    ITEM_STASH_FULL,            /* no room now (flash buffers or stubs) */
+} item_stash_status_t;
+item_stash_status_t item_flash_stash_early(struct item *it, uint32_t hv);
 /* Partition lock held, not the class lock: a new item enters probation. */
 void          item_probation_push(struct item *it);
 /* Rings freed (item_teardown). */

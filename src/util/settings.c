@@ -291,7 +291,7 @@ apply_option(const struct opt_desc *d, const char *arg)
         if (errno != 0 || end == arg || *end != '\0') {
             return usage_error(name, arg, "not a number");
         }
-        if (dv < d->min || dv > d->max) {
+        if (!(dv >= d->min && dv <= d->max)) {     /* NaN too */
             return usage_error(name, arg, "out of range");
         }
         *(double *)d->field = dv;
@@ -461,7 +461,7 @@ apply_ext_row(const struct opt_desc *d, bool on, bool has_value, const char *val
         errno = 0;
         double dv = has_value ? strtod(value, &end) : 0;
         if (!has_value || errno != 0 || end == value || *end != '\0' ||
-            dv < d->min || dv > d->max) {
+            !(dv >= d->min && dv <= d->max)) {     /* NaN too */
             char why[64];
             snprintf(why, sizeof(why), "must be a number from %g to %g", d->min, d->max);
             return usage_error(d->name, has_value ? value : "", why);

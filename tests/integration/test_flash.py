@@ -762,6 +762,10 @@ def wrap_small_file():
             fits = 8 * 1024 * 1024 // VALUE_SIZE
             used = int(st.get("extstore_objects_used", "0"))
             check(used <= 4 * fits, "stubs %d for a file of ~%d records" % (used, fits))
+            # a page is evicted at most once per page allocated after it
+            check(int(st["extstore_page_evictions"]) <= int(st["extstore_page_allocs"]),
+                  "page evictions %s <= allocations %s" % (st["extstore_page_evictions"],
+                                                           st["extstore_page_allocs"]))
         check(s.alive(), "server alive")
 
 
@@ -811,6 +815,29 @@ def idle_items_written_by_age():
             v, d = get_counting(c, k)
             eq(v, value_for(k, 1, size), "value of " + k)
             soft_check(d >= 1, "%s read from flash" % k)
+
+
+@test
+def read_items_stay_in_ram_under_item_age():
+    """-o ext_item_age=1: a key read every 0.3 s is not idle and stays in
+    RAM (reads do not write an item's time; the sweep spares items read
+    since the CLOCK hand last passed), while an unread one goes to flash."""
+    size = 20000
+    with Server("-m", "64", *ext_args(flash_path("agehot"), more="ext_item_age=1")) as s, \
+            s.client() as c:
+        set_pipelined(c, [("hot", value_for("hot", 1, size)),
+                          ("cold", value_for("cold", 1, size))])
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:
+            eq(c.get("hot"), value_for("hot", 1, size), "hot")
+            time.sleep(0.3)
+        soft_check(items_in_classes_of(c, size) == 1, "only the unread value left RAM")
+        v, d = get_counting(c, "hot")
+        eq(v, value_for("hot", 1, size), "hot")
+        soft_check(d == 0, "hot served from RAM")
+        v, d = get_counting(c, "cold")
+        eq(v, value_for("cold", 1, size), "cold")
+        soft_check(d == 1, "cold served from flash")
 
 
 @test
