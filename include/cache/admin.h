@@ -13,6 +13,7 @@
 dispatch_result_t admin_slabs(struct dispatch_ctx *d, const struct proto_req *req);
 dispatch_result_t admin_lru_crawler(struct dispatch_ctx *d, const struct proto_req *req);
 dispatch_result_t admin_lru(struct dispatch_ctx *d, const struct proto_req *req);
+dispatch_result_t admin_extstore(struct dispatch_ctx *d, const struct proto_req *req);
 dispatch_result_t admin_watch(struct dispatch_ctx *d, const struct proto_req *req);
 /* `stats cachedump ...` and `stats detail ...`: args after the word. */
 dispatch_result_t admin_cachedump(struct dispatch_ctx *d, const char *args,

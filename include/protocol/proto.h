@@ -51,6 +51,7 @@ typedef enum proto_cmd {
     PROTO_CMD_LRU_CRAWLER,    /* "lru_crawler <sub> ...": sub in req->sub */
     PROTO_CMD_SLABS,          /* "slabs reassign|automove ..." */
     PROTO_CMD_LRU,            /* "lru tune|mode|temp_ttl ..." */
+    PROTO_CMD_EXTSTORE,       /* "extstore <knob> <value>": flash tuning */
     PROTO_CMD_WATCH,          /* "watch [fetchers mutations evictions ...]" */
     PROTO_CMD_MG,             /* meta commands: req->meta */
     PROTO_CMD_MS,

@@ -76,6 +76,11 @@ bool            flash_enabled(void);
 uint32_t        flash_min_value(void);
 uint32_t        flash_slab_size(void);
 bool            flash_drop_unread(void);
+/* Run-time changes (the `extstore` command): ext_item_size, ext_drop_unread,
+ * ext_max_frag (share in [0, 1]). No effect while the tier is off. */
+void            flash_set_min_value(uint32_t bytes);
+void            flash_set_drop_unread(bool on);
+void            flash_set_rewrite_share(double share);
 
 /*
  * Append a record for an item being evicted. Called with the item's

@@ -355,6 +355,9 @@ void          item_flash_attach(void);
  */
 int           item_flash_age_start(uint32_t min_idle);
 void          item_flash_age_stop(void);
+/* At run time (the `extstore item_age` command): a new age, the thread
+ * started or (UINT32_MAX) stopped as needed; -1 if it cannot start. */
+int           item_flash_age_set(uint32_t min_idle);
 /*
  * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
  * with its key and value, replaces the stub if the key still names the

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "crawler.h"
 #include "evict.h"
+#include "flash.h"
 #include "item.h"
 #include "logger.h"
 #include "outq.h"
@@ -412,6 +413,62 @@ admin_lru(struct dispatch_ctx *d, const struct proto_req *req)
     } else {
         answer(d, noreply, "OK");
     }
+    return DISPATCH_DONE;
+}
+
+/* --- extstore ------------------------------------------------------------------ */
+
+/*
+ * "extstore <knob> <value>", memcached's run-time flash tuning: OK, or
+ * ERROR as memcached answers anything it cannot take. The knobs with a
+ * meaning here change at once (stats settings shows them); compact_under
+ * is fixed at start here (the log's free pages are laid out by it), and
+ * low_ttl, drop_under, max_sleep and the deprecated free_memchunks have
+ * no counterpart (-o refuses them too).
+ */
+static bool
+extstore_set(const struct args *a)
+{
+    uint32_t v;
+    double f;
+
+    if (arg_is(a, 0, "item_size") && arg_u32(a, 1, &v)) {
+        __atomic_store_n(&settings.ext_item_size, (long)v, __ATOMIC_RELAXED);
+        flash_set_min_value(v);
+        return true;
+    }
+    if (arg_is(a, 0, "item_age") && arg_u32(a, 1, &v)) {
+        if (item_flash_age_set(v) != 0) {
+            return false;
+        }
+        __atomic_store_n(&settings.ext_item_age, (long)v, __ATOMIC_RELAXED);
+        return true;
+    }
+    if (arg_is(a, 0, "recache_rate") && arg_u32(a, 1, &v)) {
+        __atomic_store_n(&settings.ext_recache_rate, (long)v, __ATOMIC_RELAXED);
+        return true;
+    }
+    if (arg_is(a, 0, "drop_unread") && arg_u32(a, 1, &v)) {
+        __atomic_store_n(&settings.ext_drop_unread, v != 0, __ATOMIC_RELAXED);
+        flash_set_drop_unread(v != 0);
+        return true;
+    }
+    if (arg_is(a, 0, "max_frag") && arg_double(a, 1, &f) && f >= 0 && f <= 1) {
+        __atomic_store(&settings.ext_max_frag, &f, __ATOMIC_RELAXED);
+        flash_set_rewrite_share(f);
+        return true;
+    }
+    return false;
+}
+
+dispatch_result_t
+admin_extstore(struct dispatch_ctx *d, const struct proto_req *req)
+{
+    struct args a;
+
+    args_split(req->sub, req->sub + req->nsub, &a);
+    bool noreply = args_noreply(&a);
+    answer(d, noreply, a.count >= 2 && extstore_set(&a) ? "OK" : "ERROR");
     return DISPATCH_DONE;
 }
 

@@ -793,6 +793,7 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_LRU_CRAWLER:    return admin_lru_crawler;
     case PROTO_CMD_SLABS:          return admin_slabs;
     case PROTO_CMD_LRU:            return admin_lru;
+    case PROTO_CMD_EXTSTORE:       return admin_extstore;
     case PROTO_CMD_WATCH:          return admin_watch;
     case PROTO_CMD_MG:
     case PROTO_CMD_MS:

@@ -100,7 +100,7 @@ static _Thread_local uint32_t reads_since_recache;
 static void
 flash_recache(struct dispatch_flash *f)
 {
-    uint32_t rate = (uint32_t)settings.ext_recache_rate;
+    uint32_t rate = (uint32_t)__atomic_load_n(&settings.ext_recache_rate, __ATOMIC_RELAXED);
     struct item *it;
 
     if (rate == 0 || ++reads_since_recache < rate) {

@@ -391,6 +391,7 @@ static const struct {
     {"lru_crawler", PROTO_CMD_LRU_CRAWLER, parse_rest},
     {"slabs", PROTO_CMD_SLABS, parse_rest},
     {"lru", PROTO_CMD_LRU, parse_rest},
+    {"extstore", PROTO_CMD_EXTSTORE, parse_rest},
     {"watch", PROTO_CMD_WATCH, parse_rest},
 };
 

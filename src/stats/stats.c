@@ -513,17 +513,24 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
     emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);
-    emit_u64(emit, ctx, "ext_item_size", (uint64_t)settings.ext_item_size);
-    emit_u64(emit, ctx, "ext_item_age", (uint64_t)settings.ext_item_age);
+    /* the ext_ knobs change at run time (the extstore command) */
+    emit_u64(emit, ctx, "ext_item_size",
+             (uint64_t)__atomic_load_n(&settings.ext_item_size, __ATOMIC_RELAXED));
+    emit_u64(emit, ctx, "ext_item_age",
+             (uint64_t)__atomic_load_n(&settings.ext_item_age, __ATOMIC_RELAXED));
     emit_fixed(emit, ctx, ext_age_fixed);
-    emit_u64(emit, ctx, "ext_recache_rate", (uint64_t)settings.ext_recache_rate);
+    emit_u64(emit, ctx, "ext_recache_rate",
+             (uint64_t)__atomic_load_n(&settings.ext_recache_rate, __ATOMIC_RELAXED));
     emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);
     emit_u64(emit, ctx, "ext_compact_under", (uint64_t)settings.ext_compact_under);
     emit_fixed(emit, ctx, ext_compact_fixed);
-    snprintf(buf, sizeof(buf), "%.2f", settings.ext_max_frag);
+    double frag;
+    __atomic_load(&settings.ext_max_frag, &frag, __ATOMIC_RELAXED);
+    snprintf(buf, sizeof(buf), "%.2f", frag);
     emit_str(emit, ctx, "ext_max_frag", buf);
     emit_fixed(emit, ctx, automove_fixed);
-    emit_str(emit, ctx, "ext_drop_unread", settings.ext_drop_unread ? "yes" : "no");
+    emit_str(emit, ctx, "ext_drop_unread",
+             __atomic_load_n(&settings.ext_drop_unread, __ATOMIC_RELAXED) ? "yes" : "no");
     emit_ssl_settings(emit, ctx);
     emit_fixed(emit, ctx, tail_fixed);
     /* slabcache's own that are not rows of the option table as such. */

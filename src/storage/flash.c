@@ -78,10 +78,10 @@ static struct {
     uint32_t           page_slabs;  /* flash slabs reclaimed together (ext_page_size) */
     uint32_t           ahead_slabs; /* slots kept free ahead of the writer: whole
                                        pages (ext_compact_under - 1) */
-    uint32_t           rewrite_budget;  /* bytes of a reclaimed slab its read
+    _Atomic uint32_t   rewrite_budget;  /* bytes of a reclaimed slab its read
                                            records may fill again (ext_max_frag) */
-    uint32_t           min_value;
-    bool               drop_unread;
+    _Atomic uint32_t   min_value;       /* these three change at run time */
+    _Atomic bool       drop_unread;     /* (the `extstore` command) */
 
     pthread_mutex_t    lock;
     pthread_cond_t     wcond;       /* the writer's queue, flash_sync */
@@ -359,13 +359,31 @@ flash_slab_size(void)
 uint32_t
 flash_min_value(void)
 {
-    return fl.min_value;
+    return atomic_load_explicit(&fl.min_value, memory_order_relaxed);
 }
 
 bool
 flash_drop_unread(void)
 {
-    return fl.drop_unread;
+    return atomic_load_explicit(&fl.drop_unread, memory_order_relaxed);
+}
+
+void
+flash_set_min_value(uint32_t bytes)
+{
+    atomic_store(&fl.min_value, bytes);
+}
+
+void
+flash_set_drop_unread(bool on)
+{
+    atomic_store(&fl.drop_unread, on);
+}
+
+void
+flash_set_rewrite_share(double share)
+{
+    atomic_store(&fl.rewrite_budget, (uint32_t)(share * fl.slab_size));
 }
 
 /* --- the log ---------------------------------------------------------------- */
@@ -754,7 +772,7 @@ writer_rescue(void)
 static void
 writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes)
 {
-    uint32_t budget = fl.rewrite_budget, rescued = 0, skipped = 0;
+    uint32_t budget = atomic_load(&fl.rewrite_budget), rescued = 0, skipped = 0;
     for (uint32_t off = 0; off + sizeof(struct flash_rec) <= bytes;) {
         struct flash_rec h;
         memcpy(&h, fl.scratch + off, sizeof(h));

@@ -277,7 +277,7 @@ static struct {
     pthread_cond_t  wake;
     bool            running;
     bool            stop;
-    rel_time_t      min_idle;
+    _Atomic rel_time_t min_idle;
 } aged = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 #define AGED_PERIOD_MS 1000     /* a sweep of every slab per second, as items
@@ -306,7 +306,7 @@ aged_sweep(void)
         if (!flash_wait_room(AGED_ROOM_MS)) {
             continue;
         }
-        (void)item_clock_flash_aged(sid, info.cls, aged.min_idle);
+        (void)item_clock_flash_aged(sid, info.cls, atomic_load(&aged.min_idle));
     }
     return true;
 }
@@ -348,6 +348,26 @@ item_flash_age_start(uint32_t min_idle)
     }
     aged.running = true;
     return 0;
+}
+
+/* Serializes run-time starts and stops (workers run admin commands). */
+static pthread_mutex_t aged_ctl = PTHREAD_MUTEX_INITIALIZER;
+
+int
+item_flash_age_set(uint32_t min_idle)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&aged_ctl);
+    if (min_idle == UINT32_MAX) {
+        item_flash_age_stop();
+    } else if (aged.running) {
+        atomic_store(&aged.min_idle, min_idle);
+    } else if (flash_enabled()) {
+        rc = item_flash_age_start(min_idle);
+    }
+    pthread_mutex_unlock(&aged_ctl);
+    return rc;
 }
 
 void

@@ -841,6 +841,47 @@ def read_items_stay_in_ram_under_item_age():
 
 
 @test
+def extstore_command_tunes_at_run_time():
+    """memcached's `extstore <knob> <value>`: OK and in effect at once
+    (stats settings; item_age starts the early writes, item_size decides
+    which values they take), ERROR for what it cannot take, nothing back
+    with noreply."""
+    size = 20000
+    with Server("-m", "64", *ext_args(flash_path("extcmd"))) as s, s.client() as c:
+        for bad in ("extstore", "extstore item_size", "extstore item_size abc",
+                    "extstore bogus 1"):
+            eq(c.cmd(bad), "ERROR", bad)
+        eq(c.cmd("extstore recache_rate 5"), "OK")
+        eq(c.cmd("extstore drop_unread 1"), "OK")
+        eq(c.cmd("extstore drop_unread 0"), "OK")
+        eq(c.cmd("extstore max_frag 0.5"), "OK")
+        eq(c.cmd("extstore item_size 30000"), "OK")
+        st = c.stats("settings")
+        eq({k: st.get(k) for k in ("ext_recache_rate", "ext_drop_unread", "ext_max_frag",
+                                    "ext_item_size")},
+           {"ext_recache_rate": "5", "ext_drop_unread": "no", "ext_max_frag": "0.50",
+            "ext_item_size": "30000"}, "stats settings after extstore commands")
+        c.send(b"extstore item_age 1 noreply\r\n")
+        eq(c.cmd("version").split()[0], "VERSION", "noreply: no answer")
+        eq(c.stats("settings").get("ext_item_age"), "1", "item_age set")
+        eq(c.set("v", value_for("v", 1, size)), "STORED")
+        time.sleep(3)
+        soft_check(items_in_classes_of(c, size) == 1,
+                   "a value under ext_item_size stays in RAM")
+        eq(c.cmd("extstore item_size 512"), "OK")
+        soft_check(wait_until(lambda: items_in_classes_of(c, size) == 0, 10),
+                   "then it goes to flash")
+        v, d = get_counting(c, "v")
+        eq(v, value_for("v", 1, size), "value of v")
+        eq(c.cmd("extstore item_age 4294967295"), "OK")
+        eq(c.stats("settings").get("ext_item_age"), "4294967295", "item_age off")
+        if is_slabcache():
+            eq(c.cmd("extstore compact_under 3"), "ERROR", "fixed at start here")
+            eq(c.cmd("extstore max_frag 2"), "ERROR", "a share")
+        check(s.alive(), "server alive")
+
+
+@test
 def reclaimed_record_counts_miss_from_extstore():
     """A key whose stub is still in RAM but whose flash slab was reclaimed
     misses and counts miss_from_extstore, as in memcached (its header item
