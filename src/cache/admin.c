@@ -8,6 +8,7 @@
  */
 #include "admin.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -461,6 +462,9 @@ extstore_set(const struct args *a)
     return false;
 }
 
+/* One command at a time: a knob's setting and its effect change together. */
+static pthread_mutex_t extstore_lock = PTHREAD_MUTEX_INITIALIZER;
+
 dispatch_result_t
 admin_extstore(struct dispatch_ctx *d, const struct proto_req *req)
 {
@@ -468,7 +472,10 @@ admin_extstore(struct dispatch_ctx *d, const struct proto_req *req)
 
     args_split(req->sub, req->sub + req->nsub, &a);
     bool noreply = args_noreply(&a);
-    answer(d, noreply, a.count >= 2 && extstore_set(&a) ? "OK" : "ERROR");
+    pthread_mutex_lock(&extstore_lock);
+    bool ok = a.count >= 2 && extstore_set(&a);
+    pthread_mutex_unlock(&extstore_lock);
+    answer(d, noreply, ok ? "OK" : "ERROR");
     return DISPATCH_DONE;
 }
 

@@ -722,7 +722,7 @@ rescue_due(void)
     bool starts;
     uint32_t idx = fl.next_seq % fl.nslabs;
     uint32_t to_start = (fl.page_slabs - idx % fl.page_slabs) % fl.page_slabs;
-    uint32_t first = page_first(fl.next_seq + to_start, &starts);
+    uint32_t first = page_first(idx + to_start, &starts);    /* <= nslabs: no overflow */
 
     if (atomic_load(&fl.rewrite) == NULL) {
         return NULL;

@@ -223,22 +223,25 @@ item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
     for (uint32_t i = 0; i < per; i++) {
         struct item *it = slab_chunk_in(sid, cls, i);
         uint32_t hv;
-        /* Cheap pre-check, settled below. An item read since the hand
-         * last passed it (ITEM_ACTIVE) is not idle, whatever its time
-         * says: reads do not write the time. */
+        /* Cheap pre-check, settled below. */
         rel_time_t t = __atomic_load_n(&it->time, __ATOMIC_RELAXED);
-        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FLASH | ITEM_ACTIVE)) !=
-                ITEM_LINKED || t > now || now - t <= min_idle) {
+        if ((item_iflags(it) & (ITEM_LINKED | ITEM_FREE | ITEM_FLASH)) != ITEM_LINKED ||
+            t > now || now - t <= min_idle) {
             continue;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        /* Dead ones are the hand's; a stub stays one. */
+        /* Reads do not write an item's time, only ITEM_ACTIVE: read since
+         * the hand (or this sweep) last passed, it was not idle, and its
+         * age starts now, as memcached's bump does. Dead ones are the
+         * hand's; a stub stays one. */
         item_stash_status_t st = ITEM_STASH_SKIP;
-        if (v == CLOCK_LIVE && !(item_iflags(it) & ITEM_ACTIVE) && it->time <= now &&
-            now - it->time > min_idle) {
+        if (v == CLOCK_LIVE && (item_iflags(it) & ITEM_ACTIVE)) {
+            item_iflags_clear(it, ITEM_ACTIVE);
+            it->time = now;
+        } else if (v == CLOCK_LIVE && it->time <= now && now - it->time > min_idle) {
             st = item_flash_stash_early(it, hv);
         }
         assoc_unlock(hv);

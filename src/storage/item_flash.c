@@ -61,7 +61,7 @@ stub_class(uint8_t nkey)
 }
 
 static struct item *
-stub_alloc(uint8_t cls)
+stub_alloc(uint8_t cls, bool count_drop)
 {
     uint32_t sid;
     struct item *stub = NULL;
@@ -73,7 +73,7 @@ stub_alloc(uint8_t cls)
             break;              /* not busy: full */
         }
     }
-    if (stub == NULL) {
+    if (stub == NULL && count_drop) {
         flash_note_dropped();
     }
     /* Ask for room before the class runs out, not after: an eviction
@@ -144,7 +144,7 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
                       item_cas(it), &loc)) {
         return false;
     }
-    struct item *stub = stub_alloc(scls);
+    struct item *stub = stub_alloc(scls, true);
     if (stub == NULL) {
         return false;
     }
@@ -170,9 +170,12 @@ item_flash_stash_early(struct item *it, uint32_t hv)
                       item_cas(it), &loc)) {
         return ITEM_STASH_FULL;     /* the room went meanwhile (rare) */
     }
-    struct item *stub = stub_alloc(scls);
+    /* The chunk went meanwhile (rare): the record stays on flash with no
+     * stub pointing at it, space the log reclaims in turn; the item stays
+     * in RAM, not dropped. */
+    struct item *stub = stub_alloc(scls, false);
     if (stub == NULL) {
-        return ITEM_STASH_FULL;     /* the chunk went meanwhile (rare) */
+        return ITEM_STASH_FULL;
     }
     stub_link(it, stub, hv, &loc);
     return ITEM_STASHED;

@@ -118,18 +118,24 @@ settings_row_stat(size_t i, const char **stat, char *buf, size_t cap)
     }
     const struct opt_desc *d = &opt_table[i];
     *stat = d->stat;
+    /* Atomic loads: a few fields change at run time (the extstore
+     * command) while `stats settings` renders them. */
+    long lv;
+    double dv;
     switch (d->kind) {
     case KIND_INT: case KIND_SIZE: case KIND_XNUM: case KIND_COUNT:
-        snprintf(buf, cap, "%ld", *(long *)d->field);
+        lv = __atomic_load_n((long *)d->field, __ATOMIC_RELAXED);
+        snprintf(buf, cap, "%ld", lv);
         break;
     case KIND_OCT:
         snprintf(buf, cap, "%lo", (unsigned long)*(long *)d->field);
         break;
     case KIND_REAL: case KIND_XREAL:
-        snprintf(buf, cap, "%.2f", *(double *)d->field);
+        __atomic_load((double *)d->field, &dv, __ATOMIC_RELAXED);
+        snprintf(buf, cap, "%.2f", dv);
         break;
     case KIND_FLAG: case KIND_XBOOL: case KIND_XSWITCH:
-        snprintf(buf, cap, "%s", *(bool *)d->field ? "yes" : "no");
+        snprintf(buf, cap, "%s", __atomic_load_n((bool *)d->field, __ATOMIC_RELAXED) ? "yes" : "no");
         break;
     case KIND_STR: case KIND_XSTR:
         snprintf(buf, cap, "%s", *(const char **)d->field != NULL ?

@@ -838,6 +838,15 @@ def read_items_stay_in_ram_under_item_age():
         v, d = get_counting(c, "cold")
         eq(v, value_for("cold", 1, size), "cold")
         soft_check(d == 1, "cold served from flash")
+        # read once, then idle: its age starts at the read, and it goes
+        # too (a review found a first fix that kept it in RAM for good)
+        eq(c.set("once", value_for("once", 1, size)), "STORED")
+        eq(c.get("once"), value_for("once", 1, size), "once")
+        soft_check(wait_until(lambda: items_in_classes_of(c, size) == 0, 10),
+                   "values read once, then idle, go to flash")
+        v, d = get_counting(c, "once")
+        eq(v, value_for("once", 1, size), "once")
+        soft_check(d == 1, "once served from flash")
 
 
 @test
