@@ -25,5 +25,7 @@ rel_time_t clock_exptime(int64_t exptime); /* protocol exptime -> rel; 0 = never
 uint64_t   clock_now_ms(void);
 /* Monotonic nanoseconds, fine-grained (vDSO): for timing short spans. */
 uint64_t   clock_mono_ns(void);
+/* The wall-clock time ms from now, as pthread_cond_timedwait() takes it. */
+void       clock_deadline(struct timespec *out, uint32_t ms);
 
 #endif

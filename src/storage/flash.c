@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "hash.h"
 
 #define FLASH_CRC_SEED   0x5f1a5ca1u
@@ -841,15 +842,24 @@ flash_writer_main(void *arg)
     return NULL;
 }
 
-/* A record of up to a quarter slab fits without waiting for the writer
- * (lock held). */
+/* A record of len bytes fits without waiting for the writer (lock held). */
 static bool
-flash_has_room(void)
+room_for(uint32_t len)
 {
-    if (fl.cur != NULL && fl.slab_size - fl.cur->used >= fl.slab_size / 4) {
+    if (len > fl.slab_size) {
+        return false;
+    }
+    if (fl.cur != NULL && fl.cur->used + len <= fl.slab_size) {
         return true;
     }
     return wbuf_take_free() != NULL && slot_ready(fl.next_seq);
+}
+
+/* A record of up to a quarter slab fits (lock held). */
+static bool
+flash_has_room(void)
+{
+    return room_for(fl.slab_size / 4);
 }
 
 bool
@@ -861,13 +871,7 @@ flash_wait_room(uint32_t timeout_ms)
     if (!fl.on) {
         return true;
     }
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    clock_deadline(&until, timeout_ms);
     pthread_mutex_lock(&fl.lock);
     if (!flash_has_room()) {
         fl.st.extstore_writer_waits++;
@@ -888,9 +892,7 @@ flash_room(uint32_t len)
         return false;
     }
     pthread_mutex_lock(&fl.lock);
-    room = len <= fl.slab_size &&
-           ((fl.cur != NULL && fl.cur->used + len <= fl.slab_size) ||
-            (wbuf_take_free() != NULL && slot_ready(fl.next_seq)));
+    room = room_for(len);
     pthread_mutex_unlock(&fl.lock);
     return room;
 }

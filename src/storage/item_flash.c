@@ -19,7 +19,6 @@
 #include <assert.h>
 #include <pthread.h>
 #include <string.h>
-#include <time.h>
 
 #include "assoc.h"
 #include "clock.h"
@@ -279,7 +278,7 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t  wake;
     bool            running;
-    bool            stop;
+    _Atomic bool    stop;           /* written under lock, for the wait */
     _Atomic rel_time_t min_idle;
 } aged = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
@@ -295,10 +294,7 @@ aged_sweep(void)
 
     for (uint32_t sid = 0; sid < n; sid++) {
         struct slab_info info;
-        pthread_mutex_lock(&aged.lock);
-        bool stop = aged.stop;
-        pthread_mutex_unlock(&aged.lock);
-        if (stop) {
+        if (atomic_load(&aged.stop)) {
             return false;
         }
         if (!slab_table_info(sid, &info) || info.cls == 0 ||
@@ -323,8 +319,7 @@ aged_main(void *arg)
             break;
         }
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += AGED_PERIOD_MS / 1000;
+        clock_deadline(&until, AGED_PERIOD_MS);
         pthread_mutex_lock(&aged.lock);
         while (!aged.stop &&
                pthread_cond_timedwait(&aged.wake, &aged.lock, &until) == 0) {

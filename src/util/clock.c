@@ -86,3 +86,15 @@ clock_now_ms(void)
                  (ts.tv_nsec - started_mono.tv_nsec);
     return (uint64_t)(ns / 1000000);
 }
+
+void
+clock_deadline(struct timespec *out, uint32_t ms)
+{
+    clock_gettime(CLOCK_REALTIME, out);
+    out->tv_sec += ms / 1000;
+    out->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (out->tv_nsec >= 1000000000L) {
+        out->tv_sec++;
+        out->tv_nsec -= 1000000000L;
+    }
+}
