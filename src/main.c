@@ -236,9 +236,10 @@ storage_setup(void)
 {
     size_t hdr = item_total_size(0, 0) - 2;
 
-    if (slab_setup(settings.maxbytes, (size_t)settings.item_size_max,
-                   settings.factor, (size_t)settings.chunk_min, hdr) != SLAB_OK) {
-        fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n)\n");
+    if (slab_setup_chunked(settings.maxbytes, (size_t)settings.item_size_max,
+                           settings.factor, (size_t)settings.chunk_min, hdr,
+                           (size_t)settings.slab_chunk_max) != SLAB_OK) {
+        fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n/-o slab_chunk_max)\n");
         return -1;
     }
     slab_set_first_past_limit(settings.first_slab);

@@ -39,8 +39,9 @@ struct stats_thread;
 
 typedef enum dispatch_result {
     DISPATCH_DONE,          /* response (if any) queued */
-    DISPATCH_NEED_DATA,     /* read vlen+2 bytes into ctx->data, then
-                               call dispatch_data_done() */
+    DISPATCH_NEED_DATA,     /* read ctx->ndata bytes into ctx->data, and
+                               the next piece's once dispatch_data_next()
+                               names one; then call dispatch_data_done() */
     DISPATCH_SWALLOW,       /* drop ctx->swallow bytes of input */
     DISPATCH_CLOSE,         /* quit: close after flushing output */
     DISPATCH_MORE_KEYS,     /* a multi-get is not finished: the keys from
@@ -72,8 +73,9 @@ struct dispatch_ctx {
     struct stats_thread *stats;
     /* pending storage command */
     struct item         *it;
-    char                *data;      /* where the data block goes */
-    uint32_t             ndata;     /* vlen + 2 */
+    char                *data;      /* where the data block goes: one piece */
+    uint32_t             ndata;     /* of this many bytes (vlen + 2 in all) */
+    struct item_spans    fill;      /* the pieces after it (dispatch_data_next) */
     proto_cmd_t          cmd;
     uint64_t             cas;
     bool                 noreply;
@@ -198,6 +200,8 @@ void dispatch_get_finish(struct dispatch_ctx *d, const char *error);
 dispatch_result_t dispatch_dump_more(struct dispatch_ctx *d);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
+/* The current piece is full: true if data/ndata now name the next one. */
+bool dispatch_data_next(struct dispatch_ctx *d);
 
 /* Shared by dispatch.c, dispatch_meta.c and dispatch_bin.c. */
 /* A key lookup's stats detail record and `watch fetchers` line. */
@@ -216,6 +220,12 @@ void dispatch_log_lookup(struct dispatch_ctx *d, const char *key, size_t nkey);
 /* The value bytes (with "\r\n") of an item we hold a reference to; the
  * reference passes to the output queue. */
 void dispatch_reply_data(struct dispatch_ctx *d, struct item *it);
+/* Queue the value's first len bytes (copied if small, else by reference,
+ * a piece per chunk) and give the caller's reference back. */
+void dispatch_reply_bytes(struct dispatch_ctx *d, struct item *it, uint32_t len);
+/* A data block goes into it's value bytes [0, len): data/ndata name the
+ * first piece. */
+void dispatch_fill_start(struct dispatch_ctx *d, struct item *it, uint32_t len);
 /* Binary protocol requests (dispatch_bin.c). */
 dispatch_result_t dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req);
 dispatch_result_t dispatch_bin_error(struct dispatch_ctx *d, const struct proto_req *req);

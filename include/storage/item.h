@@ -231,6 +231,28 @@ static inline char *item_value(struct item *it) { return it->data + item_nkey(it
 static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2; }
 
 /*
+ * A value's bytes as pieces of contiguous memory, in order: one piece for
+ * most items; one per chunk for a chained item, a value larger than the
+ * largest class's chunk (-o slab_chunk_max; storage/item_chain.c). Code
+ * outside storage reads and fills values through these, never through
+ * item_value() alone. The spans cover value bytes [off, off + len).
+ */
+struct item_spans {
+    struct item *it;
+    uint32_t     pos, end;      /* value offsets: next byte, end */
+    uint32_t     next;          /* the next body chunk's handle */
+    uint32_t     base;          /* value offset where that chunk starts */
+    bool         chained;
+};
+void  item_spans_begin(struct item_spans *si, struct item *it, uint32_t off, uint32_t len);
+/* The next piece (*p, *n > 0); false after the last. */
+bool  item_spans_next(struct item_spans *si, char **p, uint32_t *n);
+/* Copy n bytes into the value at off. */
+void  item_value_write(struct item *it, uint32_t off, const void *src, uint32_t n);
+/* One more reference, for a holder of one (e.g. a send per piece). */
+static inline void item_ref(struct item *it) { atomic_fetch_add(&it->refs, 1); }
+
+/*
  * Allocate an unlinked item able to hold vlen value bytes plus "\r\n"
  * without evicting anything live: a dead item at the class's CLOCK hand,
  * a free chunk, or a fresh slab while under the memory limit. Anything
@@ -239,6 +261,12 @@ static inline uint32_t item_vlen(const struct item *it) { return it->nbytes - 2;
  */
 item_status_t item_alloc_try(const char *key, size_t nkey, uint32_t flags,
                              rel_time_t exptime, uint32_t vlen, struct item **out);
+/*
+ * After ITEM_NO_MEMORY: the class to make room in, and (*n) how many of
+ * its chunks are wanted (a chained item takes several of the largest
+ * class's). A hint read without locks.
+ */
+uint8_t       item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n);
 /* The slab class an item of this shape goes to; 0 if none can hold it. */
 uint8_t       item_class_of(size_t nkey, uint32_t vlen);
 /* Count an allocation that failed even after eviction (outofmemory). */

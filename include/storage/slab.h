@@ -91,6 +91,13 @@ struct slab_info {
 
 slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
                           size_t chunk_min, size_t item_header);
+/*
+ * The same with the largest class's chunk at chunk_max bytes (it divides
+ * slab_size), not a whole slab: items larger than it are chained from
+ * chunks of that class (item.h, -o slab_chunk_max).
+ */
+slab_rstatus_t slab_setup_chunked(size_t maxbytes, size_t slab_size, double factor,
+                                  size_t chunk_min, size_t item_header, size_t chunk_max);
 void           slab_teardown(void);
 
 /* Class for an item of total size bytes; 0 if it is too large. */
@@ -100,6 +107,7 @@ size_t   slab_size(void);
 
 /* Class lock: protects the class's free list, slab list and CLOCK hand. */
 void     slab_lock(uint8_t cls);
+int      slab_trylock(uint8_t cls);          /* 0 if taken, as pthread's */
 void     slab_unlock(uint8_t cls);
 
 /*

@@ -99,7 +99,10 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
         if (wait_flash && tries == 0 && vlen >= flash_min_value()) {
             (void)flash_wait_room(CACHE_FLASH_WAIT_MS);
         }
-        if (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == cache_fail_limit()) {
+        /* A chained item may want many chunks of the largest class. */
+        uint32_t want;
+        uint8_t lacks = item_alloc_lacks(nkey, vlen, &want);
+        if (evict_run(lacks, want, NULL) != EVICT_OK && ++failed == cache_fail_limit()) {
             break;
         }
     }

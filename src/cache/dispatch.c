@@ -138,12 +138,55 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
 void
 dispatch_reply_data(struct dispatch_ctx *d, struct item *it)
 {
-    if (it->nbytes < DISPATCH_COPY_MAX) {
-        outq_add(d->out, item_value(it), it->nbytes);
-        item_release(it);
-        return;
+    dispatch_reply_bytes(d, it, it->nbytes);
+}
+
+void
+dispatch_reply_bytes(struct dispatch_ctx *d, struct item *it, uint32_t len)
+{
+    struct item_spans si;
+    bool copy = len < DISPATCH_COPY_MAX;
+    char *p;
+    uint32_t n;
+
+    /* One piece, or one per chunk of a chained item, each holding a
+     * reference of its own until it is written. */
+    item_spans_begin(&si, it, 0, len);
+    while (item_spans_next(&si, &p, &n)) {
+        if (copy) {
+            outq_add(d->out, p, n);
+        } else {
+            item_ref(it);
+            outq_add_ref(d->out, p, n, it);
+        }
     }
-    outq_add_ref(d->out, item_value(it), it->nbytes, it);
+    item_release(it);
+}
+
+void
+dispatch_fill_start(struct dispatch_ctx *d, struct item *it, uint32_t len)
+{
+    char *p = item_value(it);
+    uint32_t n = 0;
+
+    item_spans_begin(&d->fill, it, 0, len);
+    (void)item_spans_next(&d->fill, &p, &n);
+    d->data = p;
+    d->ndata = n;
+}
+
+bool
+dispatch_data_next(struct dispatch_ctx *d)
+{
+    char *p;
+    uint32_t n;
+
+    if (!item_spans_next(&d->fill, &p, &n)) {
+        return false;
+    }
+    d->data = p;
+    d->ndata = n;
+    return true;
 }
 
 static void
@@ -436,8 +479,7 @@ do_update(struct dispatch_ctx *d, const struct proto_req *req)
     }
     STATS_CLASS_INCR(d->stats, slab_cls_of(it), cmd_set);
     d->it = it;
-    d->data = item_value(it);
-    d->ndata = req->vlen + 2;
+    dispatch_fill_start(d, it, req->vlen + 2);
     d->cmd = req->cmd;
     d->cas = req->cas;
     d->noreply = req->noreply;

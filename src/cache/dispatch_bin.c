@@ -117,12 +117,7 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
     }
     /* The value without its "\r\n": copied when small (a pipeline of
      * small hits then pins no items), else by reference. */
-    if (vlen < DISPATCH_COPY_MAX) {
-        outq_add(d->out, item_value(it), vlen);
-        item_release(it);
-    } else {
-        outq_add_ref(d->out, item_value(it), vlen, it);
-    }
+    dispatch_reply_bytes(d, it, vlen);
     return DISPATCH_DONE;
 }
 
@@ -184,10 +179,9 @@ bin_update(struct dispatch_ctx *d, const struct proto_req *req)
         return DISPATCH_SWALLOW;
     }
     STATS_CLASS_INCR(d->stats, slab_cls_of(it), cmd_set);
-    memcpy(item_value(it) + req->vlen, "\r\n", 2);
+    item_value_write(it, req->vlen, "\r\n", 2);
     d->it = it;
-    d->data = item_value(it);
-    d->ndata = req->vlen;           /* binary values carry no "\r\n" */
+    dispatch_fill_start(d, it, req->vlen);  /* binary values carry no "\r\n" */
     d->cmd = req->cmd;
     d->cas = req->bin.cas;
     d->noreply = req->noreply;
@@ -312,8 +306,8 @@ bin_arith_create(const struct proto_req *req, uint64_t *cas)
                    &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
     }
-    memcpy(item_value(it), digits, (size_t)n);
-    memcpy(item_value(it) + n, "\r\n", 2);
+    item_value_write(it, 0, digits, (uint32_t)n);
+    item_value_write(it, (uint32_t)n, "\r\n", 2);
     struct item_store_meta sm = { 0 };
     item_status_t st = cache_store_meta(it, ITEM_OP_ADD, &sm);
     *cas = sm.cas_out;
@@ -569,6 +563,7 @@ bin_sasl(struct dispatch_ctx *d, const struct proto_req *req)
     }
     d->data = d->sasl.data;
     d->ndata = req->vlen;
+    memset(&d->fill, 0, sizeof(d->fill));  /* one piece: no dispatch_data_next */
     d->bin.on = true;
     d->bin.sasl = true;
     return DISPATCH_NEED_DATA;

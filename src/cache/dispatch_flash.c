@@ -110,7 +110,7 @@ flash_recache(struct dispatch_flash *f)
     if (cache_alloc_nowait(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
         return;
     }
-    memcpy(item_value(it), f->rd.dst, f->rd.nbytes);
+    item_value_write(it, 0, f->rd.dst, f->rd.nbytes);
     if (item_flash_promote(it, f->rd.cas, &f->rd.loc) == ITEM_OK) {
         STATS_INCR(f->stats, recache_from_extstore);
     }

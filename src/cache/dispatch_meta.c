@@ -219,8 +219,7 @@ do_ms(struct dispatch_ctx *d, const struct proto_req *req)
     d->ms.stale_ok = proto_meta_has(m, 'I');
     d->ms.key_binary = m->key_binary;
     d->it = it;
-    d->data = item_value(it);
-    d->ndata = req->vlen + 2;
+    dispatch_fill_start(d, it, req->vlen + 2);
     d->cmd = PROTO_CMD_MS;
     d->noreply = req->noreply;
     return DISPATCH_NEED_DATA;
@@ -318,8 +317,8 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     if (cache_alloc(req->key, req->nkey, 0, exptime, (uint32_t)n, &it) != ITEM_OK) {
         return ITEM_NO_MEMORY;
     }
-    memcpy(item_value(it), digits, (size_t)n);
-    memcpy(item_value(it) + n, "\r\n", 2);
+    item_value_write(it, 0, digits, (uint32_t)n);
+    item_value_write(it, (uint32_t)n, "\r\n", 2);
     struct item_store_meta sm = { .key_binary = m->key_binary };
     item_status_t st = cache_store_meta(it, ITEM_OP_ADD, &sm);
     if (st == ITEM_OK) {

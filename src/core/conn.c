@@ -714,13 +714,20 @@ conn_feed_block(struct conn *c)
     size_t avail = c->rlen - c->rpos;
 
     if (c->state == CONN_DATA) {
-        size_t need = c->d.ndata - c->data_got;
-        size_t n = avail < need ? avail : need;
-        memcpy(c->d.data + c->data_got, c->rbuf + c->rpos, n);
-        c->rpos += n;
-        c->data_got += (uint32_t)n;
-        if (c->data_got < c->d.ndata) {
-            return false;
+        for (;;) {
+            size_t need = c->d.ndata - c->data_got;
+            size_t n = avail < need ? avail : need;
+            memcpy(c->d.data + c->data_got, c->rbuf + c->rpos, n);
+            c->rpos += n;
+            avail -= n;
+            c->data_got += (uint32_t)n;
+            if (c->data_got < c->d.ndata) {
+                return false;
+            }
+            if (!dispatch_data_next(&c->d)) {
+                break;
+            }
+            c->data_got = 0;        /* the next chunk of a chained item */
         }
         dispatch_data_done(&c->d);
         c->state = CONN_CMD;
@@ -750,6 +757,10 @@ conn_process(struct conn *c)
             break;
         }
         if (c->state == CONN_DATA && c->data_got == c->d.ndata) {
+            if (dispatch_data_next(&c->d)) {
+                c->data_got = 0;            /* a chained item's next chunk */
+                continue;
+            }
             dispatch_data_done(&c->d);      /* filled by a direct read */
             c->state = CONN_CMD;
             continue;

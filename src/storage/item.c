@@ -48,6 +48,7 @@ item_setup(bool use_cas)
 {
     memset(item_classes, 0, sizeof(item_classes));
     item_cas_enabled = use_cas;
+    item_chain_setup();
     atomic_store(&item_cas_seq, 0);
     atomic_store(&item_oldest_live, 0);
     atomic_store(&item_oldest_cas, 0);
@@ -102,6 +103,16 @@ item_is_dead(struct item *it, rel_time_t now)
 
 /* --- link / unlink (partition lock held) ---------------------------------- */
 
+/* A store or read: its slab (and a chained value's) was accessed now. */
+static void
+item_touch_slabs(struct item *it)
+{
+    slab_touch(slab_sid_of(it));
+    if (item_chained(it)) {
+        item_chain_touch(it);
+    }
+}
+
 /* fresh: a key the cache did not hold, so the item starts on probation. */
 static void
 item_link(struct item *it, uint32_t hv, bool fresh)
@@ -117,7 +128,7 @@ item_link(struct item *it, uint32_t hv, bool fresh)
     if (fresh) {
         item_probation_push(it);
     }
-    slab_touch(slab_sid_of(it));
+    item_touch_slabs(it);
     atomic_fetch_add_explicit(&l->number, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->total_items, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
@@ -173,6 +184,9 @@ item_release(struct item *it)
     assert((prev & ITEM_REF_MASK) > 0);
     if ((prev & ITEM_REF_MASK) == 1) {
         assert(!((prev >> ITEM_REF_BITS) & ITEM_LINKED));
+        if (item_chained(it)) {
+            item_chain_release(it);
+        }
         slab_free(slab_cls_of(it), slab_sid_of(it), it);
     }
 }
@@ -263,7 +277,7 @@ item_get_probed(const struct item_probe *p, bool touch, rel_time_t exptime,
     }
     if (it != NULL) {
         atomic_fetch_add(&it->refs, 1);
-        slab_touch(slab_sid_of(it));
+        item_touch_slabs(it);
         if (touch) {
             item_set_exptime(it, exptime);
             item_note_ttl(slab_cls_of(it), exptime);
@@ -397,7 +411,7 @@ vivify_take(const char *key, size_t nkey, const struct item_meta_get *m,
     if (it == NULL) {
         return NULL;
     }
-    memcpy(item_value(it), "\r\n", 2);
+    item_value_write(it, 0, "\r\n", 2);
     if (m->key_binary) {
         item_iflags_set(it, ITEM_KEY_BINARY);
     }
@@ -463,7 +477,7 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
         if (!m->created) {
             atomic_fetch_add(&it->refs, 1);
         }
-        slab_touch(slab_sid_of(it));
+        item_touch_slabs(it);
         if (m->bump) {
             do_item_bump(it);
         }

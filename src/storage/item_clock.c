@@ -134,7 +134,42 @@ clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
 {
     item_class_drop_locked(&item_classes[cls], it, hv, dead, now);
     assoc_unlock(hv);
-    slab_free_locked(cls, slab_sid_of(it), it);
+    item_free_locked(cls, it);
+}
+
+/*
+ * The body class's hand at body chunk b: its head (in its own class, whose
+ * lock item_chain_lock_head took) is judged as the hand would judge it
+ * there. true if the head went, with all its chunks.
+ */
+static bool
+clock_body(struct item *b, rel_time_t now, int *rescues)
+{
+    struct item *head;
+    uint32_t hv;
+
+    /* A draining slab's chunks leave the class: freeing them gives it
+     * nothing (as clock_examine says of items). */
+    if (slab_draining(slab_sid_of(b)) || !item_chain_lock_head(b, &head, &hv)) {
+        return false;
+    }
+    uint8_t hcls = slab_cls_of(head);
+    bool dead = item_is_dead(head, now), went = false;
+    if (!dead && (item_iflags(head) & ITEM_ACTIVE) && *rescues > 0) {
+        item_iflags_clear(head, ITEM_ACTIVE);
+        head->time = now;
+        (*rescues)--;
+        assoc_unlock(hv);
+    } else {
+        item_class_drop_locked(&item_classes[hcls], head, hv, dead, now);
+        assoc_unlock(hv);
+        item_chain_free_locked(hcls, head);
+        went = true;
+    }
+    if (hcls != item_chain_cls) {
+        slab_unlock(hcls);
+    }
+    return went;
 }
 
 /*
@@ -518,6 +553,14 @@ item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
             break;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
+        if (v == CLOCK_HOLE && cls == item_chain_cls && clock_body(it, now, &rescues)) {
+            if (++freed == max) {
+                break;
+            }
+            busy = CLOCK_SEARCH_DEPTH;
+            rescues = CLOCK_RESCUE_MAX;
+            continue;
+        }
         if (v == CLOCK_HOLE) {
             continue;
         }
@@ -588,7 +631,27 @@ item_class_of(size_t nkey, uint32_t vlen)
     if (nkey > UINT8_MAX || vlen > UINT32_MAX - 2) {
         return 0;
     }
+    if (item_chain_needed(nkey, vlen)) {
+        /* -I bounds a chained item's total size, as a slab does others'. */
+        return item_total_size(nkey, vlen) <= slab_size() ?
+               item_chain_head_class(nkey, vlen) : 0;
+    }
     return slab_clsid(item_total_size(nkey, vlen));
+}
+
+uint8_t
+item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n)
+{
+    *n = 1;
+    if (item_class_of(nkey, vlen) != 0 && item_chain_needed(nkey, vlen)) {
+        uint32_t want = item_chain_bodies(nkey, vlen);
+        uint64_t have = slab_class_free(item_chain_cls);
+        if (have < want) {
+            *n = (uint32_t)(want - have);
+            return item_chain_cls;
+        }
+    }
+    return item_class_of(nkey, vlen);
 }
 
 void
@@ -623,6 +686,17 @@ item_alloc_try(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
 
     if (cls == 0) {
         return ITEM_TOO_LARGE;
+    }
+    if (item_chain_needed(nkey, vlen)) {
+        uint8_t short_cls;
+        it = item_chain_alloc(key, nkey, vlen, true, &short_cls);
+        if (it == NULL) {
+            return ITEM_NO_MEMORY;
+        }
+        item_note_ttl(slab_cls_of(it), exptime);
+        item_init(it, key, nkey, flags, exptime, vlen);
+        *out = it;
+        return ITEM_OK;
     }
     /* Dead items at the hand (expired, flushed) are reused before a free
      * chunk or a fresh slab is taken, as memcached does before allocating:
@@ -662,7 +736,13 @@ item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
     uint32_t sid;
     struct item *it;
 
-    if (cls == 0 || (it = slab_alloc(cls, &sid)) == NULL) {
+    if (cls != 0 && item_chain_needed(nkey, vlen)) {
+        uint8_t short_cls;
+        it = item_chain_alloc(key, nkey, vlen, false, &short_cls);
+    } else {
+        it = cls != 0 ? slab_alloc(cls, &sid) : NULL;
+    }
+    if (it == NULL) {
         return NULL;
     }
     item_note_ttl(cls, exptime);

@@ -42,12 +42,14 @@ item_flash_stub_wanted(void)
     return atomic_exchange(&stub_wanted, 0);
 }
 
-/* Is it one to keep? Values below ext_item_size, stubs, and (with
- * ext_drop_unread) items never read are not. */
+/* Is it one to keep? Values below ext_item_size, stubs, chained items
+ * (a record is copied from one block) and (with ext_drop_unread) items
+ * never read are not. */
 static bool
 flash_keeps(struct item *it, uint8_t f)
 {
     return flash_enabled() && !(f & ITEM_FLASH) && item_vlen(it) >= flash_min_value() &&
+           !item_chained(it) &&
            (!flash_drop_unread() || (f & ITEM_FETCHED));
 }
 

@@ -54,12 +54,52 @@ extern _Atomic bool                  item_slab_rescue_on;
 extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
 extern _Atomic uint64_t              item_oldest_cas;
 
+/* item_chain.c: chained items (see its header). */
+extern uint32_t item_chain_max;         /* items larger are chained */
+extern uint8_t  item_chain_cls;         /* the body chunks' class; 0: none */
+
+static inline bool
+item_chained(struct item *it)
+{
+    return !(item_iflags(it) & ITEM_FLASH) &&
+           offsetof(struct item, data) + item_nkey(it) + it->nbytes > item_chain_max;
+}
+
+void          item_chain_setup(void);
+bool          item_chain_needed(size_t nkey, uint32_t vlen);
+uint8_t       item_chain_head_class(size_t nkey, uint32_t vlen);
+uint32_t      item_chain_bodies(size_t nkey, uint32_t vlen);
+size_t        item_chain_ntotal(struct item *it);
+/* Bodies then head chunk (vlen + 2 bytes, key and first handle written
+ * only); NULL with *short_cls the class that had no chunk. reclaim: reuse
+ * dead items at the hands first. */
+struct item  *item_chain_alloc(const char *key, size_t nkey, uint32_t vlen, bool reclaim,
+                               uint8_t *short_cls);
+/* The head a body chunk belongs to, or NULL if it is not a tagged body;
+ * stable only under the body class's lock. */
+struct item  *item_chain_body_head(struct item *b);
+bool          item_chain_lock_head(struct item *b, struct item **head, uint32_t *hv);
+/* A read or store: the slabs of its bodies count as accessed. */
+void          item_chain_touch(struct item *it);
+/* The item's bodies, last reference gone, no lock held. */
+void          item_chain_release(struct item *it);
+/* Give an unreferenced, unlinked item's chunks back; its class lock held
+ * (the body class's is taken after it). */
+void          item_free_locked(uint8_t cls, struct item *it);
+/* The same with the body class's lock held too. */
+void          item_chain_free_locked(uint8_t cls, struct item *it);
+void          item_value_copy(struct item *dst, uint32_t doff, struct item *src,
+                              uint32_t soff, uint32_t n);
+
 /* RAM bytes of an item: a stub (ITEM_FLASH) holds a flash_loc, not its value. */
 static inline size_t
 item_ntotal(struct item *it)
 {
     if (item_iflags(it) & ITEM_FLASH) {
         return offsetof(struct item, data) + item_nkey(it) + sizeof(struct flash_loc);
+    }
+    if (item_chained(it)) {
+        return item_chain_ntotal(it);
     }
     return offsetof(struct item, data) + item_nkey(it) + it->nbytes;
 }

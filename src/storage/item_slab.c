@@ -30,6 +30,18 @@ chunk_busy(struct item *it)
     return !(f & ITEM_LINKED) || (r & ITEM_REF_MASK) != 1;
 }
 
+/* The racy first look: a chained item's body chunk counts as movable (its
+ * head is judged under the locks, slab_unlink_body). */
+static bool
+chunk_busy_hint(uint8_t cls, struct item *it)
+{
+    if (cls == item_chain_cls && (item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == 0 &&
+        item_nkey(it) == 0) {
+        return false;
+    }
+    return chunk_busy(it);
+}
+
 /*
  * Take a partition lock without holding any class lock. Holders may be
  * waiting for a class lock themselves, so waiting here (bounded) is safe
@@ -74,6 +86,10 @@ static bool
 slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
 {
     uint32_t dsid;
+
+    if (item_chained(it)) {
+        return false;           /* its bodies would be copied too: dropped */
+    }
     struct item *dst = slab_pop_free_locked(cls, &dsid);
 
     if (dst == NULL && (item_iflags(it) & ITEM_ACTIVE) && item_clock_evict(cls, 1, now) == 1) {
@@ -97,6 +113,66 @@ slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
     return true;
 }
 
+/* Both locks held: drop a live or dead item for its slab's move. */
+static void
+slab_drop(struct item_class_state *l, struct item *it, uint32_t hv, rel_time_t now)
+{
+    bool dead = item_is_dead(it, now);
+
+    if (item_class_drop_locked(l, it, hv, dead, now) && !dead) {
+        /* Counted apart from CLOCK evictions; both are evictions. */
+        l->evicted--;
+        l->evicted_by_slab++;
+    }
+}
+
+/*
+ * A body chunk of a chained item in a draining slab of the body class:
+ * its head goes (wherever it is), and with it all its chunks. Locks in
+ * their order: the head's partition, its class, the body class. false if
+ * the head is in use.
+ */
+static bool
+slab_unlink_body(struct item *b, rel_time_t now)
+{
+    uint8_t bcls = item_chain_cls;
+
+    slab_lock(bcls);
+    struct item *h = item_chain_body_head(b);
+    if (h == NULL) {
+        bool free = (item_iflags(b) & ITEM_FREE) != 0;
+        slab_unlock(bcls);
+        return free;            /* else being filled: in use */
+    }
+    uint8_t hcls = slab_cls_of(h);
+    uint32_t hv = item_hash(h);
+    slab_unlock(bcls);
+    if (!assoc_lock_patiently(hv)) {
+        return false;
+    }
+    if (hcls != bcls) {
+        slab_lock(hcls);
+    }
+    slab_lock(bcls);
+    bool ok = true;
+    if (!(item_iflags(b) & ITEM_FREE)) {
+        /* Still a body of a head of that class and partition, unused? */
+        struct item *now_h = item_chain_body_head(b);
+        if (now_h != h || slab_cls_of(h) != hcls || item_hash(h) != hv || chunk_busy(h)) {
+            ok = false;
+        } else {
+            slab_drop(&item_classes[hcls], h, hv, now);
+            item_chain_free_locked(hcls, h);
+        }
+    }
+    slab_unlock(bcls);
+    if (hcls != bcls) {
+        slab_unlock(hcls);
+    }
+    assoc_unlock(hv);
+    return ok;
+}
+
 /* Unlink one chunk of a draining slab; false if it is in use. */
 static bool
 slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
@@ -105,6 +181,9 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
 
     if (item_iflags(it) & ITEM_FREE) {
         return true;
+    }
+    if (cls == item_chain_cls && item_nkey(it) == 0) {
+        return slab_unlink_body(it, now);
     }
     /* The key read here may race with a free; it is re-checked below. */
     uint32_t hv = item_hash(it);
@@ -121,13 +200,8 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
                    slab_rescue(cls, it, hv, now)) {
             slab_free_locked(cls, sid, it);
         } else {
-            bool dead = item_is_dead(it, now);
-            if (item_class_drop_locked(l, it, hv, dead, now) && !dead) {
-                /* Counted apart from CLOCK evictions; both are evictions. */
-                l->evicted--;
-                l->evicted_by_slab++;
-            }
-            slab_free_locked(cls, sid, it);
+            slab_drop(l, it, hv, now);
+            item_free_locked(cls, it);
         }
     }
     slab_unlock(cls);
@@ -148,7 +222,7 @@ item_slab_evict(uint32_t sid, uint8_t cls)
     bool ok = true;
     /* A racy scan first: skip an obviously busy slab before dropping any. */
     for (uint32_t i = 0; i < n && ok; i++) {
-        ok = !chunk_busy(slab_chunk(sid, i));
+        ok = !chunk_busy_hint(vcls, slab_chunk(sid, i));
     }
     for (uint32_t i = 0; i < n && ok; i++) {
         ok = slab_unlink_chunk(vcls, sid, slab_chunk(sid, i), now);

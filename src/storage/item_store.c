@@ -88,14 +88,13 @@ static void
 concat_fill(struct item *joined, struct item *old, struct item *it, bool append)
 {
     uint32_t ovlen = item_vlen(old), nvlen = item_vlen(it);
-    char *dst = item_value(joined);
 
     if (append) {
-        memcpy(dst, item_value(old), ovlen);
-        memcpy(dst + ovlen, item_value(it), nvlen + 2);
+        item_value_copy(joined, 0, old, 0, ovlen);
+        item_value_copy(joined, ovlen, it, 0, nvlen + 2);
     } else {
-        memcpy(dst, item_value(it), nvlen);
-        memcpy(dst + nvlen, item_value(old), ovlen + 2);
+        item_value_copy(joined, 0, it, 0, nvlen);
+        item_value_copy(joined, nvlen, old, 0, ovlen + 2);
     }
     item_iflags_set(joined, item_iflags(old) & ITEM_KEY_BINARY);
 }
@@ -276,8 +275,11 @@ arith_compute(struct item *it, bool incr, uint64_t delta, uint64_t *result,
 
     /* The value ends in "\r\n", so the digits always end at white space,
      * as memcached's safe_strtoull() requires. */
-    /* A value on flash is not read here (memcached's extstore neither). */
-    if (it->nbytes <= 2 || item_is_flash(it) || !num_mc_strtoull(val, it->nbytes, &value)) {
+    /* A value on flash is not read here (memcached's extstore neither),
+     * nor a chained one (too long for a number: memcached's chunked
+     * items answer the same). */
+    if (it->nbytes <= 2 || item_is_flash(it) || item_chained(it) ||
+        !num_mc_strtoull(val, it->nbytes, &value)) {
         return ITEM_NON_NUMERIC;
     }
     if (incr) {

@@ -177,10 +177,19 @@ slab_rstatus_t
 slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
            size_t item_header)
 {
+    return slab_setup_chunked(maxbytes, slab_sz, factor, chunk_min, item_header, slab_sz);
+}
+
+slab_rstatus_t
+slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
+                   size_t item_header, size_t chunk_max)
+{
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     uint8_t i = 0;
 
-    if (slab_sz < 1024 || factor <= 1.0 || item_header + chunk_min >= slab_sz) {
+    if (slab_sz < 1024 || factor <= 1.0 || item_header + chunk_min >= slab_sz ||
+        chunk_max > slab_sz || chunk_max == 0 || slab_sz % chunk_max != 0 ||
+        item_header + chunk_min >= chunk_max) {
         return SLAB_EINVAL;
     }
     memset(classes, 0, sizeof(classes));
@@ -195,19 +204,19 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     size_t align = (size_t)1 << slab_arena.handle_shift;
     size_t size = align_up(item_header + chunk_min, align);
     table = calloc(slab_cap, sizeof(*table));
-    if (table == NULL || size >= slab_sz) {
+    if (table == NULL || size >= chunk_max || chunk_max % align != 0) {
         slab_teardown();
         return table == NULL ? SLAB_ENOMEM : SLAB_EINVAL;
     }
-    while (++i < SLAB_CLASS_MAX && size <= slab_sz / factor) {
+    while (++i < SLAB_CLASS_MAX && size <= chunk_max / factor) {
         classes[i].size = (uint32_t)size;
         classes[i].perslab = (uint32_t)(slab_sz / size);
         /* Strictly growing even when factor * size rounds back down. */
         size_t next = align_up((size_t)(size * factor), align);
         size = next > size ? next : size + align;
     }
-    classes[i].size = (uint32_t)slab_sz;
-    classes[i].perslab = 1;
+    classes[i].size = (uint32_t)chunk_max;
+    classes[i].perslab = (uint32_t)(slab_sz / chunk_max);
     nclasses = i;
     for (uint8_t c = 1; c <= nclasses; c++) {
         class_size[c] = classes[c].size;
@@ -295,6 +304,12 @@ void
 slab_lock(uint8_t cls)
 {
     pthread_mutex_lock(&classes[cls].lock);
+}
+
+int
+slab_trylock(uint8_t cls)
+{
+    return pthread_mutex_trylock(&classes[cls].lock);
 }
 
 void

@@ -372,7 +372,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("slab_automove_ratio", NO_MOVER),
     REFUSED("slab_automove_window", NO_MOVER),
     REFUSED("slab_sizes", GEOMETRY),
-    REFUSED("slab_chunk_max", GEOMETRY),
     REFUSED("no_chunked_items", GEOMETRY),
     REFUSED("no_maxconns_fast", "connections past -c are always refused at once"),
     REFUSED("no_hashexpand", "the hash table always grows"),
@@ -644,6 +643,26 @@ check_consistency(void)
     if ((size_t)settings.item_size_max > settings.maxbytes / 2) {
         fprintf(stderr, "slabcache: invalid value for -I: cannot exceed half of -m (%zu bytes)\n",
                 settings.maxbytes / 2);
+        return -1;
+    }
+    if (settings.slab_chunk_max == 0) {
+        settings.slab_chunk_max = settings.item_size_max;
+    }
+    /* memcached's rules, its page being our slab (-I). */
+    if (settings.slab_chunk_max > settings.item_size_max) {
+        fprintf(stderr, "slabcache: slab_chunk_max (bytes: %ld) cannot be larger than -I "
+                "(item_size_max %ld)\n", settings.slab_chunk_max, settings.item_size_max);
+        return -1;
+    }
+    if (settings.item_size_max % settings.slab_chunk_max != 0) {
+        fprintf(stderr, "slabcache: -I (item_size_max: %ld) must be evenly divisible by "
+                "slab_chunk_max (bytes: %ld)\n", settings.item_size_max, settings.slab_chunk_max);
+        return -1;
+    }
+    if (settings.slab_chunk_max < 512) {
+        fprintf(stderr, "slabcache: slab_chunk_max (bytes: %ld) must be at least 512: a "
+                "chained item's head (header, key of 250 bytes) fits one chunk\n",
+                settings.slab_chunk_max);
         return -1;
     }
     if (settings.chunk_min >= settings.item_size_max / 2) {

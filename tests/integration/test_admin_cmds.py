@@ -333,7 +333,7 @@ def start_exit(*args):
 @test
 def extended_options_work_or_are_refused():
     slabcache_only()
-    for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=1024",
+    for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=3000",
                 "ext_path=nosize", "ext_max_frag=2", "ext_io_depth=0",
                 "ext_page_size=3,ext_wbuf_size=2,ext_path=/nonexistent/f:64m",
                 "ssl_kernel_tls", "ssl_min_version=4",
@@ -346,7 +346,8 @@ def extended_options_work_or_are_refused():
     eq(code, 64, "automove and --eviction together")
     for opt in ("modern", "maxconns_fast", "no_lru_maintainer",
                 "hash_algorithm=murmur3", "slab_automove=2", "lru_crawler_sleep=50",
-                "lru_crawler_tocrawl=100", "watcher_logbuf_size=64"):
+                "lru_crawler_tocrawl=100", "watcher_logbuf_size=64",
+                "slab_chunk_max=16384"):
         with Server("-o", opt) as s, s.client() as c:
             st = c.stats("settings")
             if opt == "slab_automove=2":

@@ -44,6 +44,9 @@ TIMEOUT=${MC_SUITE_TIMEOUT:-90}
 ALLOWED="
 00-startup.t
 metaget.t
+binary.t
+chunked-items.t
+item_size_max.t
 ascii-auth.t
 binary-sasl.t
 ssl_cert_refresh.t
@@ -101,13 +104,10 @@ watcher_connid.t
 # MC_SUITE_ALL=1 runs them too.
 # They assert memcached internals that slabcache's storage does not share:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
-#   binary.t                 one block starts a server with -o slab_chunk_max=4096
-#                            (the rest of the file passes with that block removed)
-#   chunked-items.t          -o slab_chunk_max: chunked items (one chunk per item here)
-#   item_size_max.t          -o slab_chunk_max
-#   slabs-reassign-chunked.t -o slab_chunk_max
+#   slabs-reassign-chunked.t -o lru_maintainer, and the page mover's counters
+#                            (slab_global_page_pool, slab_reassign_chunk_rescues)
 #   dyn-maxbytes.t           -o slab_automove_window (memcached's page mover knob)
-#   slabs-reassign2.t        memcached's page mover with its knobs and chunked items
+#   slabs-reassign2.t        -o lru_maintainer and the page mover's slab_automove_window
 #   issue_163.t, issue_22.t  hard-code memcached's class ids (48+8-byte header, -f 1.25)
 #   issue_42.t               chunk sizes of memcached's classes
 #   slabs_reassign.t         page counts of memcached's classes
@@ -121,8 +121,8 @@ watcher_connid.t
 #   conn-limits.t            -o read_buf_mem_limit
 # Not built yet:
 #   restart.t                -e restart file (warm restart)
-NOT_YET="64bit.t binary.t chunked-items.t conn-limits.t dyn-maxbytes.t
-issue_163.t issue_22.t issue_42.t item_size_max.t
+NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
+issue_163.t issue_22.t issue_42.t
 lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
 slabs_reassign.t stats.t"
 # EXCLUDED, the issue's exceptions, with reasons:
