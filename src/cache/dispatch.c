@@ -149,9 +149,13 @@ dispatch_reply_bytes(struct dispatch_ctx *d, struct item *it, uint32_t len)
     char *p;
     uint32_t n;
 
-    /* One piece, or one per chunk of a chained item, each holding a
-     * reference of its own until it is written. */
     item_spans_begin(&si, it, 0, len);
+    if (!si.chained && !copy) {
+        outq_add_ref(d->out, item_value(it), len, it);    /* the caller's */
+        return;
+    }
+    /* A chained item: one piece per chunk, each holding a reference of
+     * its own until it is written. */
     while (item_spans_next(&si, &p, &n)) {
         if (copy) {
             outq_add(d->out, p, n);
@@ -548,6 +552,7 @@ dispatch_abort(struct dispatch_ctx *d)
         item_release(d->it);
         d->it = NULL;
     }
+    memset(&d->fill, 0, sizeof(d->fill));
     free(d->sasl.data);
     d->sasl.data = NULL;
 #ifdef HAVE_SASL

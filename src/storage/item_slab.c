@@ -139,10 +139,10 @@ slab_unlink_body(struct item *b, rel_time_t now)
 
     slab_lock(bcls);
     struct item *h = item_chain_body_head(b);
-    if (h == NULL) {
+    if (h == NULL || (item_iflags(h) & (ITEM_LINKED | ITEM_FREE)) != ITEM_LINKED) {
         bool free = (item_iflags(b) & ITEM_FREE) != 0;
         slab_unlock(bcls);
-        return free;            /* else being filled: in use */
+        return free;            /* else being filled or unlinked: in use */
     }
     uint8_t hcls = slab_cls_of(h);
     uint32_t hv = item_hash(h);

@@ -113,8 +113,10 @@ def man_page_matches_the_option_table():
 SCALE = {"memory-limit": 1024 * 1024, "watcher_logbuf_size": 1024, "ssl_wbuf_size": 1024}
 # Values `stats settings` spells as memcached does.
 TEXT = {"ssl_min_version": {"3": "tlsv1.3"}, "ssl_verify_mode": {"1": "1"}}
-# Numeric options whose default is their maximum: started at this instead.
-OTHER_VALUE = {"ext_item_age": 30}
+# Numeric options whose default is their maximum, or whose default + 1 is
+# not valid: started at this instead.
+OTHER_VALUE = {"ext_item_age": 30,
+               "slab_chunk_max": 524288}    # must divide -I
 # Flags: stats value without the flag, and with it.
 FLAG_STATS = {"yes": "no", "no": "yes", "on": "off", "off": "on"}
 
