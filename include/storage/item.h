@@ -249,8 +249,10 @@ void  item_spans_begin(struct item_spans *si, struct item *it, uint32_t off, uin
 bool  item_spans_next(struct item_spans *si, char **p, uint32_t *n);
 /* Copy n bytes into the value at off. */
 void  item_value_write(struct item *it, uint32_t off, const void *src, uint32_t n);
-/* One more reference, for a holder of one (e.g. a send per piece). */
-static inline void item_ref(struct item *it) { atomic_fetch_add(&it->refs, 1); }
+/* An item of this shape is chained (-o slab_chunk_max), and the class
+ * of its body chunks (0: nothing is chained). */
+bool    item_chains(size_t nkey, uint32_t vlen);
+uint8_t item_chain_class(void);
 
 /*
  * Allocate an unlinked item able to hold vlen value bytes plus "\r\n"

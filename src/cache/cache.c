@@ -95,8 +95,9 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
         if (st != ITEM_NO_MEMORY) {
             break;
         }
-        /* Once per allocation, and only where evicted items go to flash. */
-        if (wait_flash && tries == 0 && vlen >= flash_min_value()) {
+        /* Once per allocation, and only where evicted items go to flash
+         * (chained ones never do). */
+        if (wait_flash && tries == 0 && vlen >= flash_min_value() && !item_chains(nkey, vlen)) {
             (void)flash_wait_room(CACHE_FLASH_WAIT_MS);
         }
         /* A chained item may want many chunks of the largest class. */
@@ -110,6 +111,9 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
         item_note_outofmemory(cls);
     } else if (st == ITEM_OK) {
         cache_note_low(cls);
+        if (item_chains(nkey, vlen)) {
+            cache_note_low(item_chain_class());
+        }
         cache_stub_room();
     }
     return st;

@@ -96,6 +96,9 @@ dispatch_reply_line_nr(struct dispatch_ctx *d, bool noreply, const char *text)
 void
 dispatch_ref_release(void *ref)
 {
+    if (ref == NULL) {
+        return;                 /* a piece of a chained value (reply_bytes) */
+    }
     if (dispatch_ref_is_flash(ref)) {
         dispatch_flash_release(ref);
         return;
@@ -145,26 +148,37 @@ void
 dispatch_reply_bytes(struct dispatch_ctx *d, struct item *it, uint32_t len)
 {
     struct item_spans si;
-    bool copy = len < DISPATCH_COPY_MAX;
-    char *p;
-    uint32_t n;
+    char *p, *np;
+    uint32_t n, nn;
 
     item_spans_begin(&si, it, 0, len);
-    if (!si.chained && !copy) {
-        outq_add_ref(d->out, item_value(it), len, it);    /* the caller's */
+    if (len < DISPATCH_COPY_MAX) {
+        while (item_spans_next(&si, &p, &n)) {
+            outq_add(d->out, p, n);
+        }
+        item_release(it);
         return;
     }
-    /* A chained item: one piece per chunk, each holding a reference of
-     * its own until it is written. */
-    while (item_spans_next(&si, &p, &n)) {
-        if (copy) {
-            outq_add(d->out, p, n);
-        } else {
-            item_ref(it);
-            outq_add_ref(d->out, p, n, it);
+    /* By reference: a chained value as one piece per chunk, the caller's
+     * one reference on the last (pieces are sent and rolled back in
+     * order, so the item outlives all of them), which also keeps a reply
+     * from counting thousands of references. A piece that cannot be
+     * queued takes the whole value back out: never a torn value. */
+    uint64_t mark = outq_mark(d->out);
+    bool have = item_spans_next(&si, &p, &n);
+    while (have) {
+        bool more = item_spans_next(&si, &np, &nn);
+        if (outq_add_ref(d->out, p, n, more ? NULL : it) != 0) {
+            if (more) {
+                outq_rollback(d->out, mark);
+                item_release(it);
+            }
+            return;
         }
+        p = np;
+        n = nn;
+        have = more;
     }
-    item_release(it);
 }
 
 void

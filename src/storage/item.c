@@ -103,12 +103,17 @@ item_is_dead(struct item *it, rel_time_t now)
 
 /* --- link / unlink (partition lock held) ---------------------------------- */
 
-/* A store or read: its slab (and a chained value's) was accessed now. */
+/*
+ * A store or read: its slab was accessed now, and a chained value's
+ * slabs too. Walking a long chain under the partition lock on every read
+ * would cost a cache miss per chunk: a read does it only when it is the
+ * first since the CLOCK hand passed (ITEM_ACTIVE not set yet), once a lap.
+ */
 static void
 item_touch_slabs(struct item *it)
 {
     slab_touch(slab_sid_of(it));
-    if (item_chained(it)) {
+    if (item_chained(it) && !(item_iflags(it) & ITEM_ACTIVE)) {
         item_chain_touch(it);
     }
 }

@@ -158,16 +158,22 @@ item_chain_body_head(struct item *b)
     return slab_handle_item(b->flags);
 }
 
-/* Body class lock held: free the chain starting at handle h. */
-static void
+/* Body class lock held: free the chain starting at handle h; the chunks
+ * that went to the class's free list (not to a draining slab). */
+static uint32_t
 bodies_free_locked(uint32_t h)
 {
+    uint32_t freed = 0;
+
     while (h != SLAB_HANDLE_NONE) {
         struct item *b = slab_handle_item(h);
+        uint32_t sid = slab_sid_of(b);
         h = b->h_next;
         atomic_store_explicit(&b->cas_key, 0, memory_order_relaxed);
-        slab_free_locked(item_chain_cls, slab_sid_of(b), b);
+        freed += !slab_draining(sid);
+        slab_free_locked(item_chain_cls, sid, b);
     }
+    return freed;
 }
 
 void
@@ -182,13 +188,40 @@ item_free_locked(uint8_t cls, struct item *it)
     item_chain_free_locked(cls, it);
 }
 
-void
+uint32_t
 item_chain_free_locked(uint8_t cls, struct item *it)
 {
+    uint32_t freed = 0;
+
     if (item_chained(it)) {
-        bodies_free_locked(head_first(it));
+        freed = bodies_free_locked(head_first(it));
     }
     slab_free_locked(cls, slab_sid_of(it), it);
+    return freed;
+}
+
+bool
+item_chain_body_busy_locked(struct item *b)
+{
+    struct item *h = item_chain_body_head(b);
+
+    if (h == NULL) {
+        return (item_iflags(b) & ITEM_FREE) == 0;   /* being filled */
+    }
+    return (item_iflags(h) & (ITEM_LINKED | ITEM_FREE)) != ITEM_LINKED ||
+           item_refcount(h) != 1;
+}
+
+bool
+item_chains(size_t nkey, uint32_t vlen)
+{
+    return item_chain_needed(nkey, vlen);
+}
+
+uint8_t
+item_chain_class(void)
+{
+    return item_chain_cls;
 }
 
 void
@@ -371,7 +404,8 @@ item_value_copy(struct item *dst, uint32_t doff, struct item *src, uint32_t soff
 /*
  * The body class's hand found body chunk b (its lock held): the head
  * that owns it, with the head's partition and class locked (try-locks
- * only: the body class ranks last), if it is linked and unreferenced.
+ * only: the body class ranks last), if it is linked and unreferenced and
+ * b is its first body.
  */
 bool
 item_chain_lock_head(struct item *b, struct item **head, uint32_t *hv)
@@ -382,6 +416,11 @@ item_chain_lock_head(struct item *b, struct item **head, uint32_t *hv)
      * lock), so its key is readable and stable. */
     if (h == NULL || (item_iflags(h) & (ITEM_LINKED | ITEM_FREE)) != ITEM_LINKED ||
         item_refcount(h) != 1) {
+        return false;
+    }
+    /* Judged once per lap, at its first body: judged at each, a read item
+     * would spend its second chance at the first and go at the next. */
+    if (head_first(h) != slab_handle(b)) {
         return false;
     }
     uint8_t hcls = slab_cls_of(h);

@@ -139,23 +139,26 @@ clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
 
 /*
  * The body class's hand at body chunk b: its head (in its own class, whose
- * lock item_chain_lock_head took) is judged as the hand would judge it
- * there. true if the head went, with all its chunks.
+ * lock item_chain_lock_head took), judged at its first body as the hand
+ * judges items; with dead_only, only a dead head goes (reclaim). Returns
+ * the body chunks freed into the class (0: the head stays).
  */
-static bool
-clock_body(struct item *b, rel_time_t now, int *rescues)
+static uint32_t
+clock_body(struct item *b, rel_time_t now, int *rescues, bool dead_only)
 {
     struct item *head;
-    uint32_t hv;
+    uint32_t hv, freed = 0;
 
     /* A draining slab's chunks leave the class: freeing them gives it
      * nothing (as clock_examine says of items). */
     if (slab_draining(slab_sid_of(b)) || !item_chain_lock_head(b, &head, &hv)) {
-        return false;
+        return 0;
     }
     uint8_t hcls = slab_cls_of(head);
-    bool dead = item_is_dead(head, now), went = false;
-    if (!dead && (item_iflags(head) & ITEM_ACTIVE) && *rescues > 0) {
+    bool dead = item_is_dead(head, now);
+    if (dead_only && !dead) {
+        assoc_unlock(hv);
+    } else if (!dead && (item_iflags(head) & ITEM_ACTIVE) && *rescues > 0) {
         item_iflags_clear(head, ITEM_ACTIVE);
         head->time = now;
         (*rescues)--;
@@ -163,13 +166,13 @@ clock_body(struct item *b, rel_time_t now, int *rescues)
     } else {
         item_class_drop_locked(&item_classes[hcls], head, hv, dead, now);
         assoc_unlock(hv);
-        item_chain_free_locked(hcls, head);
-        went = true;
+        freed = item_chain_free_locked(hcls, head);
+        freed += freed == 0;    /* its head went, at least */
     }
     if (hcls != item_chain_cls) {
         slab_unlock(hcls);
     }
-    return went;
+    return freed;
 }
 
 /*
@@ -224,6 +227,18 @@ clock_reclaim(uint8_t cls, uint32_t max, rel_time_t now)
         if (v == CLOCK_LIVE) {
             assoc_unlock(hv);
             break;
+        }
+        if (v == CLOCK_HOLE && cls == item_chain_cls && item_chain_body_head(it) != NULL) {
+            /* A chained item's body: only a dead one is passed (freed);
+             * a live one keeps its turn, as a live item does. */
+            int none = 0;
+            uint32_t got = clock_body(it, now, &none, true);
+            if (got == 0) {
+                break;
+            }
+            freed += got;
+            (void)slab_clock_next(cls);
+            continue;
         }
         (void)slab_clock_next(cls);
         if (v == CLOCK_DEAD) {
@@ -553,8 +568,11 @@ item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
             break;
         }
         clock_verdict_t v = clock_examine(it, now, &hv);
-        if (v == CLOCK_HOLE && cls == item_chain_cls && clock_body(it, now, &rescues)) {
-            if (++freed == max) {
+        uint32_t bodies = v == CLOCK_HOLE && cls == item_chain_cls ?
+                          clock_body(it, now, &rescues, false) : 0;
+        if (bodies > 0) {
+            freed += bodies;
+            if (freed >= max) {
                 break;
             }
             busy = CLOCK_SEARCH_DEPTH;
@@ -581,7 +599,7 @@ item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now)
         if (l->prob_owed > 0) {
             l->prob_owed--;
         }
-        if (++freed == max) {
+        if (++freed >= max) {
             break;
         }
         busy = CLOCK_SEARCH_DEPTH;

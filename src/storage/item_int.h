@@ -86,8 +86,12 @@ void          item_chain_release(struct item *it);
 /* Give an unreferenced, unlinked item's chunks back; its class lock held
  * (the body class's is taken after it). */
 void          item_free_locked(uint8_t cls, struct item *it);
-/* The same with the body class's lock held too. */
-void          item_chain_free_locked(uint8_t cls, struct item *it);
+/* The same with the body class's lock held too; the body chunks freed
+ * into their class. */
+uint32_t      item_chain_free_locked(uint8_t cls, struct item *it);
+/* Body class lock held: chunk b of that class is in use (a body whose
+ * head is referenced or not linked, or a chunk being filled). */
+bool          item_chain_body_busy_locked(struct item *b);
 void          item_value_copy(struct item *dst, uint32_t doff, struct item *src,
                               uint32_t soff, uint32_t n);
 

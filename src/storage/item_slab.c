@@ -30,16 +30,33 @@ chunk_busy(struct item *it)
     return !(f & ITEM_LINKED) || (r & ITEM_REF_MASK) != 1;
 }
 
-/* The racy first look: a chained item's body chunk counts as movable (its
- * head is judged under the locks, slab_unlink_body). */
+/*
+ * The first look, before anything is dropped: is any chunk of slab sid
+ * (of class cls) in use? Racy for items (settled under the locks); a
+ * chained item's body is judged by its head under the body class's lock,
+ * where the head is stable (item_chain.c).
+ */
 static bool
-chunk_busy_hint(uint8_t cls, struct item *it)
+slab_any_busy(uint32_t sid, uint8_t cls)
 {
-    if (cls == item_chain_cls && (item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == 0 &&
-        item_nkey(it) == 0) {
-        return false;
+    uint32_t n = slab_class_perslab(cls);
+    bool busy = false, bodies = cls == item_chain_cls;
+
+    if (bodies) {
+        slab_lock(cls);
     }
-    return chunk_busy(it);
+    for (uint32_t i = 0; i < n && !busy; i++) {
+        struct item *it = slab_chunk(sid, i);
+        if (bodies && (item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == 0) {
+            busy = item_chain_body_busy_locked(it);
+        } else {
+            busy = chunk_busy(it);
+        }
+    }
+    if (bodies) {
+        slab_unlock(cls);
+    }
+    return busy;
 }
 
 /*
@@ -92,7 +109,7 @@ slab_rescue(uint8_t cls, struct item *it, uint32_t hv, rel_time_t now)
     }
     struct item *dst = slab_pop_free_locked(cls, &dsid);
 
-    if (dst == NULL && (item_iflags(it) & ITEM_ACTIVE) && item_clock_evict(cls, 1, now) == 1) {
+    if (dst == NULL && (item_iflags(it) & ITEM_ACTIVE) && item_clock_evict(cls, 1, now) >= 1) {
         dst = slab_pop_free_locked(cls, &dsid);
     }
     if (dst == NULL) {
@@ -158,7 +175,8 @@ slab_unlink_body(struct item *b, rel_time_t now)
     if (!(item_iflags(b) & ITEM_FREE)) {
         /* Still a body of a head of that class and partition, unused? */
         struct item *now_h = item_chain_body_head(b);
-        if (now_h != h || slab_cls_of(h) != hcls || item_hash(h) != hv || chunk_busy(h)) {
+        /* Linked (key written) before its key is hashed. */
+        if (now_h != h || slab_cls_of(h) != hcls || chunk_busy(h) || item_hash(h) != hv) {
             ok = false;
         } else {
             slab_drop(&item_classes[hcls], h, hv, now);
@@ -220,10 +238,8 @@ item_slab_evict(uint32_t sid, uint8_t cls)
     uint32_t n = slab_class_perslab(vcls);
     rel_time_t now = clock_now();
     bool ok = true;
-    /* A racy scan first: skip an obviously busy slab before dropping any. */
-    for (uint32_t i = 0; i < n && ok; i++) {
-        ok = !chunk_busy_hint(vcls, slab_chunk(sid, i));
-    }
+    /* A scan first: skip a busy slab before dropping anything. */
+    ok = !slab_any_busy(sid, vcls);
     for (uint32_t i = 0; i < n && ok; i++) {
         ok = slab_unlink_chunk(vcls, sid, slab_chunk(sid, i), now);
     }

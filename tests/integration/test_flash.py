@@ -305,6 +305,33 @@ def load_overflows_into_flash():
 
 
 @test
+def chained_values_beside_the_flash_tier():
+    """-o slab_chunk_max with a flash file: values larger than the chunk
+    (chained) and smaller ones, 2.5x RAM in all. The small ones overflow
+    to flash and read back exact; a chained one reads back exact or is a
+    miss (slabcache evicts chained items from RAM alone; memcached's
+    extstore writes its chunked ones too), never a wrong value."""
+    with flash_server("chained", more="slab_chunk_max=2048") as s, s.client() as c:
+        n = 2 * int(RAM_MB) * 1024 * 1024 // (VALUE_SIZE + 6000) * 5 // 4
+        small = [("sm%d" % i, value_for("sm%d" % i, i, 1000)) for i in range(n)]
+        big = [("bg%d" % i, value_for("bg%d" % i, i, 6000)) for i in range(n)]
+        for i in range(0, n, BATCH):
+            set_pipelined(c, small[i:i + BATCH] + big[i:i + BATCH])
+        wait_writer(c)
+        got = read_all(c, [k for k, _ in small] + [k for k, _ in big])
+        want = dict(small + big)
+        wrong = [k for k, v in got.items() if v != want[k].decode("latin-1")
+                 and v != want[k]]
+        eq(wrong, [], "values read back differently")
+        small_hits = sum(k in got for k, _ in small)
+        soft_check(small_hits >= 0.9 * n, "small values kept (flash): %d of %d"
+                   % (small_hits, n))
+        check(any(k in got for k, _ in big[-20:]), "the newest chained values are in RAM")
+        soft_check(stat(c, "extstore_objects_written") > 0, "small values written to flash")
+        eq(c.cmd("version").split()[0], "VERSION", "server alive")
+
+
+@test
 def churn_values_stay_exact():
     """Writers bump versions of random keys while readers read; every value
     read is a version written for that key; afterwards, the latest one."""
