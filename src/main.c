@@ -236,6 +236,9 @@ storage_setup(void)
 {
     size_t hdr = item_total_size(0, 0) - 2;
 
+    if (settings.ext_path != NULL) {
+        slab_add_small_class(item_stub_size());     /* flash stubs fit it exactly */
+    }
     if (slab_setup_chunked(settings.maxbytes, (size_t)settings.item_size_max,
                            settings.factor, (size_t)settings.chunk_min, hdr,
                            (size_t)settings.slab_chunk_max) != SLAB_OK) {

@@ -152,9 +152,12 @@ void dispatch_ref_release(void *ref);
  * Answer a fetch of it, a stub (item_is_flash), from flash: the bytes
  * queued from mark hit to mark miss are its hit's header, those from miss
  * on what a miss answers; send is how many of the value's bytes (with its
- * "\r\n": nbytes) the hit carries. Consumes the reference to it.
+ * "\r\n": nbytes) the hit carries; key is the one it was fetched by (a
+ * stub keeps none; the flash record is checked against it). Consumes the
+ * reference to it.
  */
-void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, uint64_t hit,
+void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
+                          size_t nkey, uint64_t hit,
                           uint64_t miss, uint32_t send);
 bool dispatch_ref_is_flash(void *ref);
 void dispatch_flash_release(void *ref);

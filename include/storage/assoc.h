@@ -28,6 +28,9 @@ int          assoc_trylock(uint32_t hv);   /* 0 on success */
 
 /* The following require assoc_lock(hv) held. */
 struct item *assoc_find(const char *key, size_t nkey, uint32_t hv);
+/* it is in hv's chain (partition lock held): found by address, so a stub,
+ * which keeps no key, too. */
+bool         assoc_has(const struct item *it, uint32_t hv);
 void         assoc_insert(struct item *it, uint32_t hv);
 void         assoc_delete(struct item *it, uint32_t hv);
 /* Put to where old was in its chain (an item moved to another chunk);

@@ -173,6 +173,12 @@ struct flash_read {
 void            flash_read_submit(struct flash_read *r);
 /* The same read, done by the calling thread (unit tests, tools). */
 flash_read_status_t flash_read_sync(struct flash_read *r);
+/* The key (nkey bytes, into key) of the record at loc, if it is still
+ * there and of this length and CAS: a blocking read of its header and
+ * key, for a dump (a stub keeps no key). No checksum: the caller compares
+ * the key's hashes with the stub's. */
+bool            flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes,
+                               uint64_t cas, char *key);
 
 /* Seal the write buffer being filled and wait until everything queued is
  * written (tests; shutdown). */

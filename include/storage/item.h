@@ -363,17 +363,22 @@ bool          item_debug(const char *key, size_t nkey, struct item_debug *out);
 
 /*
  * A stub's read (flash.h): the record's location and what identifies it
- * (key, CAS, length), for a fetch that holds a reference to the stub.
- * false for an item that is not a stub.
+ * (key, CAS, length), for a fetch that holds a reference to the stub and
+ * found it by key (a stub keeps no key of its own). false for an item
+ * that is not a stub.
  */
 struct flash_read;
-bool          item_flash_read_init(struct item *it, struct flash_read *r);
+bool          item_flash_read_init(struct item *it, const char *key, size_t nkey,
+                                   struct flash_read *r);
 /*
  * Evictions that found no chunk for a stub (flash tier on) name the class
  * the stub needed: the cache layer makes room there (cache.c) so later
  * evictions can keep their items on flash. 0: none wanted.
  */
 uint8_t       item_flash_stub_wanted(void);
+/* Bytes of a stub's chunk (any key): the class slab_add_small_class()
+ * adds when the flash tier is on. */
+size_t        item_stub_size(void);
 /* Once the flash tier is set up: offer the records of a flash slab about
  * to be reclaimed back to the items (read ones are written again). */
 void          item_flash_attach(void);

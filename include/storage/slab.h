@@ -96,6 +96,9 @@ slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
  * slab_size), not a whole slab: items larger than it are chained from
  * chunks of that class (item.h, -o slab_chunk_max).
  */
+/* Before slab_setup*(): one more class of exactly size bytes (aligned)
+ * below the smallest -n gives, if it is smaller (flash stubs). */
+void           slab_add_small_class(size_t size);
 slab_rstatus_t slab_setup_chunked(size_t maxbytes, size_t slab_size, double factor,
                                   size_t chunk_min, size_t item_header, size_t chunk_max);
 void           slab_teardown(void);

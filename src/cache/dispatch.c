@@ -116,10 +116,12 @@ dispatch_ref_release(void *ref)
  * 0.92-1.03x memcached's).
  */
 static void
-reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
+reply_value(struct dispatch_ctx *d, struct item *it, const char *key, size_t nkey,
+            bool with_cas)
 {
     char hdr[PROTO_VALUE_HDR_MAX];
-    size_t n = proto_compose_value(hdr, sizeof(hdr), item_key(it), item_nkey(it),
+    /* The key asked for (the item's: a flash stub keeps none). */
+    size_t n = proto_compose_value(hdr, sizeof(hdr), key, nkey,
                                    it->flags, item_vlen(it), with_cas, item_cas(it));
     uint64_t hit = outq_mark(d->out);
 
@@ -128,11 +130,11 @@ reply_value(struct dispatch_ctx *d, struct item *it, bool with_cas)
         return;
     }
     if (d->log_replies) {
-        log_debug(">%d sending key %.*s", d->fd, (int)item_nkey(it), item_key(it));
+        log_debug(">%d sending key %.*s", d->fd, (int)nkey, key);
     }
     if (item_is_flash(it)) {
         uint64_t miss_at = outq_mark(d->out);     /* a miss answers nothing */
-        dispatch_flash_reply(d, it, hit, miss_at, it->nbytes);
+        dispatch_flash_reply(d, it, key, nkey, hit, miss_at, it->nbytes);
         return;
     }
     dispatch_reply_data(d, it);
@@ -287,7 +289,7 @@ get_one(struct dispatch_ctx *d, const struct item_probe *probe)
     dispatch_note_fetch(d, key, nkey, it, miss);
     dispatch_count_fetch(d, it, miss, true, touch);
     if (it != NULL) {
-        reply_value(d, it, with_cas);
+        reply_value(d, it, key, nkey, with_cas);
     }
 }
 

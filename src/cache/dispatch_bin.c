@@ -99,8 +99,8 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
     char buf[BIN_LINE_MAX];
     size_t n = proto_bin_compose(buf, sizeof(buf), req->bin.opcode, PROTO_BIN_OK,
                                  req->bin.opaque, item_cas(it), flags, 4,
-                                 req->bin.with_key ? item_key(it) : NULL,
-                                 req->bin.with_key ? item_nkey(it) : 0, vlen);
+                                 req->bin.with_key ? req->key : NULL,
+                                 req->bin.with_key ? req->nkey : 0, vlen);
     uint64_t hit = outq_mark(d->out);
     outq_add(d->out, buf, n);
     if (vlen == 0) {
@@ -112,7 +112,7 @@ bin_get(struct dispatch_ctx *d, const struct proto_req *req)
         if (!req->noreply) {
             bin_get_miss(d, req);
         }
-        dispatch_flash_reply(d, it, hit, miss_at, vlen);
+        dispatch_flash_reply(d, it, req->key, req->nkey, hit, miss_at, vlen);
         return DISPATCH_DONE;
     }
     /* The value without its "\r\n": copied when small (a pipeline of

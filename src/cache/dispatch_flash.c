@@ -143,14 +143,14 @@ dispatch_flash_finish(struct dispatch_flash *f)
 }
 
 void
-dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, uint64_t hit,
-                     uint64_t miss, uint32_t send)
+dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
+                     size_t nkey, uint64_t hit, uint64_t miss, uint32_t send)
 {
     uint64_t end = outq_mark(d->out);
     size_t nhdr = (size_t)(miss - hit), nmiss = (size_t)(end - miss);
     struct dispatch_flash *f = malloc(sizeof(*f) + nhdr + it->nbytes + nmiss);
 
-    if (f == NULL || !item_flash_read_init(it, &f->rd)) {
+    if (f == NULL || !item_flash_read_init(it, key, nkey, &f->rd)) {
         free(f);
         item_release(it);
         outq_rollback(d->out, hit);         /* the header alone cannot stand */

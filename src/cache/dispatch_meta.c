@@ -114,8 +114,10 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
         return DISPATCH_DONE;
     }
     bool value = proto_meta_has(m, 'v');
-    mi.key = item_key(it);
-    mi.nkey = item_nkey(it);
+    if (!item_is_flash(it)) {
+        mi.key = item_key(it);      /* else the key asked for: a stub keeps none */
+        mi.nkey = item_nkey(it);
+    }
     mi.key_binary = (item_iflags(it) & ITEM_KEY_BINARY) != 0;
     mi.vlen = item_vlen(it);
     mi.client_flags = it->flags;
@@ -135,7 +137,7 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
             meta_key(&mi, req);
             meta_line(d, "EN", "Ok", m, &mi);
         }
-        dispatch_flash_reply(d, it, hit, miss_at, it->nbytes);
+        dispatch_flash_reply(d, it, req->key, req->nkey, hit, miss_at, it->nbytes);
     } else if (value) {
         dispatch_reply_data(d, it);
     } else {

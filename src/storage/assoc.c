@@ -26,6 +26,7 @@
 
 #include "hash.h"
 #include "item.h"
+#include "item_int.h"
 #include "slab.h"
 
 #define PART_BITS 10
@@ -130,12 +131,27 @@ assoc_find(const char *key, size_t nkey, uint32_t hv)
 
     for (uint32_t h = p->buckets[bucket_of(p, hv)]; h != SLAB_HANDLE_NONE;) {
         struct item *it = slab_handle_item(h);
-        if (item_nkey(it) == nkey && memcmp(item_key(it), key, nkey) == 0) {
+        if (item_key_matches(it, key, nkey, hv)) {
             return it;
         }
         h = it->h_next;
     }
     return NULL;
+}
+
+bool
+assoc_has(const struct item *it, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    uint32_t want = slab_handle(it);
+
+    for (uint32_t h = p->buckets[bucket_of(p, hv)]; h != SLAB_HANDLE_NONE;
+         h = slab_handle_item(h)->h_next) {
+        if (h == want) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /*
@@ -161,7 +177,7 @@ partition_grow(struct partition *p)
         while (h != SLAB_HANDLE_NONE) {
             struct item *it = slab_handle_item(h);
             uint32_t next = it->h_next;
-            uint32_t hv = hash_key(item_key(it), item_nkey(it));
+            uint32_t hv = item_hash(it);      /* a stub keeps it */
             uint32_t nbk = (hv >> PART_BITS) & ((old_n * 2) - 1);
             it->h_next = nb[nbk];
             nb[nbk] = h;

@@ -1007,6 +1007,36 @@ flash_read_sync(struct flash_read *r)
     return r->status = st;
 }
 
+bool
+flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes, uint64_t cas,
+               char *key)
+{
+    struct flash_rec h;
+    bool ok = false;
+
+    if (!flash_loc_valid(loc) || (uint64_t)loc->off + sizeof(h) + nkey > fl.slab_size) {
+        return false;
+    }
+    pthread_mutex_lock(&fl.lock);
+    struct wbuf *w = wbuf_holding(loc->seq);
+    if (w != NULL && (uint64_t)loc->off + sizeof(h) + nkey <= w->used) {
+        memcpy(&h, w->mem + loc->off, sizeof(h));
+        memcpy(key, w->mem + loc->off + sizeof(h), nkey);
+        ok = true;
+    }
+    pthread_mutex_unlock(&fl.lock);
+    if (w == NULL) {
+        struct iovec iov[2] = { { &h, sizeof(h) }, { key, nkey } };
+        off_t at = (off_t)(loc->seq % fl.nslabs) * fl.slab_size + loc->off;
+        ssize_t n;
+        do {
+            n = preadv(fl.fd, iov, 2, at);
+        } while (n < 0 && errno == EINTR);
+        ok = n == (ssize_t)(sizeof(h) + nkey) && flash_loc_valid(loc);
+    }
+    return ok && h.nkey == nkey && h.nbytes == nbytes && h.cas == cas;
+}
+
 void
 flash_read_submit(struct flash_read *r)
 {

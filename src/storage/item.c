@@ -71,7 +71,16 @@ item_total_size(size_t nkey, size_t vlen)
 uint32_t
 item_hash(struct item *it)
 {
+    if (item_nkey(it) == 0 && (item_iflags(it) & ITEM_FLASH)) {
+        return item_stub_of(it).hv;
+    }
     return hash_key(item_key(it), item_nkey(it));
+}
+
+uint32_t
+item_key_fp(const char *key, size_t nkey)
+{
+    return (hash_seeded(key, nkey, 0x5b1dca5eu) & 0xffffffu) | (uint32_t)nkey << 24;
 }
 
 /* memcached's item_is_flushed(): stored at or before the flush point. */
@@ -155,7 +164,7 @@ do_item_unlink_nofree(struct item *it, uint32_t hv)
     item_iflags_clear(it, ITEM_LINKED);
     assoc_delete(it, hv);
     if (item_is_flash(it)) {
-        flash_note_used(-1, -(int64_t)flash_rec_len(item_nkey(it), it->nbytes));
+        flash_note_used(-1, -(int64_t)flash_rec_len(item_key_len(it), it->nbytes));
     }
     atomic_fetch_sub_explicit(&l->number, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);

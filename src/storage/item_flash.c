@@ -55,10 +55,17 @@ flash_keeps(struct item *it, uint8_t f)
 
 /* A chunk of the stubs' class cls, or NULL (class busy or full: then
  * wanted). */
+size_t
+item_stub_size(void)
+{
+    return ITEM_STUB_SIZE;
+}
+
 static uint8_t
 stub_class(uint8_t nkey)
 {
-    return item_class_of(nkey, sizeof(struct flash_loc) - 2);
+    (void)nkey;                 /* a stub keeps no key: one size for all */
+    return slab_clsid(ITEM_STUB_SIZE);
 }
 
 static struct item *
@@ -97,9 +104,10 @@ stub_link(struct item *it, struct item *stub, uint32_t hv, const struct flash_lo
     stub->exptime = it->exptime;
     stub->nbytes = it->nbytes;
     stub->flags = it->flags;
-    atomic_store_explicit(&stub->cas_key, atomic_load(&it->cas_key), memory_order_relaxed);
-    memcpy(item_key(stub), item_key(it), nkey);
-    memcpy(stub->data + nkey, loc, sizeof(*loc));
+    /* The CAS with a key length of 0: the key is not kept (item_int.h). */
+    atomic_store_explicit(&stub->cas_key, item_cas(it) << 8, memory_order_relaxed);
+    struct item_stub st = { .loc = *loc, .hv = hv, .fp = item_key_fp(item_key(it), nkey) };
+    memcpy(stub->data, &st, sizeof(st));
     /* Linked, with the table's reference; it keeps no ITEM_ACTIVE (it was
      * cold enough to be evicted). */
     uint8_t keep = f & (ITEM_FETCHED | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY);
@@ -183,14 +191,16 @@ item_flash_stash_early(struct item *it, uint32_t hv)
 }
 
 bool
-item_flash_read_init(struct item *it, struct flash_read *r)
+item_flash_read_init(struct item *it, const char *key, size_t nkey, struct flash_read *r)
 {
-    if (!(item_iflags(it) & ITEM_FLASH)) {
+    if (!(item_iflags(it) & ITEM_FLASH) || nkey > sizeof(r->key)) {
         return false;
     }
+    /* The stub keeps no key: the record is checked against the one it
+     * was looked up by. */
     r->loc = item_flash_loc(it);
-    r->nkey = item_nkey(it);
-    memcpy(r->key, item_key(it), r->nkey);
+    r->nkey = (uint8_t)nkey;
+    memcpy(r->key, key, nkey);
     r->nbytes = it->nbytes;
     r->cas = item_cas(it);
     return true;
@@ -259,7 +269,7 @@ item_flash_rewrite(const struct flash_rec_view *r, uint32_t budget)
         struct flash_loc at = item_flash_loc(it), moved;
         if (at.seq == r->loc.seq && at.off == r->loc.off &&
             flash_append(r->key, r->nkey, r->value, r->nbytes, it->flags, r->cas, &moved)) {
-            memcpy(it->data + r->nkey, &moved, sizeof(moved));
+            memcpy(it->data, &moved, sizeof(moved));   /* struct item_stub's loc */
             wrote = len;
         }
     }

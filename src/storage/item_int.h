@@ -95,12 +95,64 @@ bool          item_chain_body_busy_locked(struct item *b);
 void          item_value_copy(struct item *dst, uint32_t doff, struct item *src,
                               uint32_t soff, uint32_t n);
 
-/* RAM bytes of an item: a stub (ITEM_FLASH) holds a flash_loc, not its value. */
+/*
+ * A stub (ITEM_FLASH) keeps no key: after its header come the record's
+ * location (where item_flash_loc() reads it, the key length being 0),
+ * the key's hash and a second, 24-bit hash with the key length in its top
+ * byte: 48 bytes for any key (memcached keeps header and key: 96 bytes
+ * for an 8-byte key). A lookup matches a stub by both hashes (56 bits);
+ * a read checks the key itself in the flash record, so a false match
+ * is a miss, never a wrong value.
+ */
+struct item_stub {
+    struct flash_loc loc;
+    uint32_t         hv;        /* hash_key() */
+    uint32_t         fp;        /* item_key_fp() */
+};
+#define ITEM_STUB_SIZE (offsetof(struct item, data) + sizeof(struct item_stub))
+
+static inline struct item_stub
+item_stub_of(struct item *it)
+{
+    struct item_stub st;
+
+    memcpy(&st, it->data, sizeof(st));
+    return st;
+}
+
+/* The fingerprint a stub keeps of its key. */
+uint32_t      item_key_fp(const char *key, size_t nkey);
+
+/* The key's length, for a stub too. */
+static inline uint8_t
+item_key_len(struct item *it)
+{
+    if (item_nkey(it) == 0 && (item_iflags(it) & ITEM_FLASH)) {
+        return (uint8_t)(item_stub_of(it).fp >> 24);
+    }
+    return item_nkey(it);
+}
+
+/* Is it the item of this key (hv its hash)? A stub by its hashes. */
+static inline bool
+item_key_matches(struct item *it, const char *key, size_t nkey, uint32_t hv)
+{
+    if (item_nkey(it) == nkey) {
+        return memcmp(item_key(it), key, nkey) == 0;
+    }
+    if (item_nkey(it) != 0 || !(item_iflags(it) & ITEM_FLASH)) {
+        return false;
+    }
+    struct item_stub st = item_stub_of(it);
+    return st.hv == hv && st.fp == item_key_fp(key, nkey);
+}
+
+/* RAM bytes of an item: a stub holds no key and no value (struct item_stub). */
 static inline size_t
 item_ntotal(struct item *it)
 {
     if (item_iflags(it) & ITEM_FLASH) {
-        return offsetof(struct item, data) + item_nkey(it) + sizeof(struct flash_loc);
+        return ITEM_STUB_SIZE;
     }
     if (item_chained(it)) {
         return item_chain_ntotal(it);

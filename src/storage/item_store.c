@@ -40,7 +40,7 @@ static bool
 still_linked(struct item *old, uint32_t hv)
 {
     return (item_iflags(old) & ITEM_LINKED) &&
-           assoc_find(item_key(old), item_nkey(old), hv) == old &&
+           assoc_has(old, hv) &&
            !item_is_dead(old, clock_now());
 }
 

@@ -180,6 +180,15 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     return slab_setup_chunked(maxbytes, slab_sz, factor, chunk_min, item_header, slab_sz);
 }
 
+/* Read by the next slab_setup*(); 0: none. */
+static size_t small_class;
+
+void
+slab_add_small_class(size_t size)
+{
+    small_class = size;
+}
+
 slab_rstatus_t
 slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
                    size_t item_header, size_t chunk_max)
@@ -203,10 +212,16 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     }
     size_t align = (size_t)1 << slab_arena.handle_shift;
     size_t size = align_up(item_header + chunk_min, align);
+    size_t small = align_up(small_class, align);
     table = calloc(slab_cap, sizeof(*table));
     if (table == NULL || size >= chunk_max || chunk_max % align != 0) {
         slab_teardown();
         return table == NULL ? SLAB_ENOMEM : SLAB_EINVAL;
+    }
+    if (small != 0 && small < size) {
+        /* The flash tier's stubs: one class that fits them exactly. */
+        classes[++i].size = (uint32_t)small;
+        classes[i].perslab = (uint32_t)(slab_sz / small);
     }
     while (++i < SLAB_CLASS_MAX && size <= chunk_max / factor) {
         classes[i].size = (uint32_t)size;
@@ -251,6 +266,7 @@ slab_teardown(void)
     arena_rw = 0;
     atomic_store(&table_count, 0);
     nclasses = 0;
+    small_class = 0;
 }
 
 uint32_t

@@ -429,6 +429,27 @@ def flashed_overwrite():
 
 
 @test
+def flashed_keys_in_metadump():
+    """lru_crawler metadump lists flash-resident items by key, as memcached
+    lists its extstore items (slabcache's stub keeps no key: the dump
+    reads it from the flash record)."""
+    keys = ["md%d" % i for i in range(40)]
+    with flash_server("metadump") as s, s.client(timeout=20) as c:
+        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+        push_to_flash(c, "1")
+        expect_from_flash(c, keys[0], value_for(keys[0], 1))
+        c.send(b"lru_crawler metadump all\r\n")
+        data = b""
+        while not (data.startswith(b"END\r\n") or b"\nEND\r\n" in data):
+            chunk = c.sock.recv(1 << 20)
+            check(chunk, "connection closed mid-dump")
+            data += chunk
+        listed = set(re.findall(rb"key=(md\d+) ", data))
+        missing = [k for k in keys if k.encode() not in listed]
+        eq(missing, [], "flash-resident keys missing from the dump")
+
+
+@test
 def flashed_delete():
     with flash_server("delete") as s, s.client(timeout=10) as c:
         set_pipelined(c, [("d1", value_for("d1", 1)),
