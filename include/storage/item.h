@@ -379,6 +379,8 @@ uint8_t       item_flash_stub_wanted(void);
 /* Bytes of a stub's chunk (any key): the class slab_add_small_class()
  * adds when the flash tier is on. */
 size_t        item_stub_size(void);
+/* The class flash stubs go to; 0 while the flash tier is off. */
+uint8_t       item_stub_class(void);
 /* Once the flash tier is set up: offer the records of a flash slab about
  * to be reclaimed back to the items (read ones are written again). */
 void          item_flash_attach(void);

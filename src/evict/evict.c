@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "flash.h"
 #include "item.h"
 #include "slab.h"
 
@@ -468,6 +469,24 @@ evict_slab_last_other(uint32_t sid, uint8_t cls)
            victim.cls != cls && evict_slab_last_in_use(sid);
 }
 
+bool
+evict_slab_kept(uint32_t sid, uint8_t cls)
+{
+    uint8_t stubs = item_stub_class();
+    struct slab_info victim;
+
+    if (evict_slab_last_other(sid, cls)) {
+        return true;
+    }
+    if (stubs == 0 || cls == stubs || !slab_table_info(sid, &victim) || victim.cls != stubs) {
+        return false;
+    }
+    /* An index of dead stubs (their records reclaimed) is not worth
+     * keeping; nor one past half of memory (values need RAM too). */
+    return flash_objects_used() < flash_records_live() &&
+           (uint64_t)slab_class_slabs(stubs) * slab_size() * 2 <= slab_limit();
+}
+
 /* Whether the victim stays: another class's only slab under the first-slab
  * rule; without it, a gated policy's damping (the only slab of a class,
  * used within EVICT_LAST_SLAB_MS). */
@@ -475,9 +494,9 @@ static bool
 evict_slab_spared(uint32_t sid, const struct evict_req *req)
 {
     if (slab_first_past_limit()) {
-        return evict_slab_last_other(sid, req->cls);
+        return evict_slab_kept(sid, req->cls);
     }
-    return req->damp && evict_slab_last_in_use(sid);
+    return (req->damp && evict_slab_last_in_use(sid)) || evict_slab_kept(sid, req->cls);
 }
 
 bool
@@ -618,8 +637,8 @@ slab_oldest_pass(struct evict_req *req,
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
                 (req->others_only && info.cls == cls) ||
                 sid_tried(tried, pick, sid) ||
-                evict_slab_last_other(sid, cls)) {
-                continue;       /* another class's only slab stays */
+                evict_slab_kept(sid, cls)) {
+                continue;       /* another class's only slab stays, stubs too */
             }
             uint64_t key = age_key(&info);
             bool own = info.cls == cls;

@@ -62,8 +62,8 @@ random_pass(struct evict_req *req)
     for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid, fallback;
         random_draw(req->cls, n, &sid, &fallback);
-        /* Another class's only slab stays: draw again (bounded). */
-        if (evict_slab_last_other(sid, req->cls) && draws++ < RANDOM_REDRAWS) {
+        /* Another class's only slab stays, stubs too: draw again (bounded). */
+        if (evict_slab_kept(sid, req->cls) && draws++ < RANDOM_REDRAWS) {
             pick--;
             continue;
         }

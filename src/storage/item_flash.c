@@ -62,6 +62,12 @@ item_stub_size(void)
     return ITEM_STUB_SIZE;
 }
 
+uint8_t
+item_stub_class(void)
+{
+    return flash_enabled() ? slab_clsid(ITEM_STUB_SIZE) : 0;
+}
+
 static uint8_t
 stub_class(uint8_t nkey)
 {
