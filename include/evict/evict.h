@@ -102,11 +102,14 @@ bool            evict_slab_last_other(uint32_t sid, uint8_t cls);
 /*
  * What the slab-level policies never pick for cls: evict_slab_last_other(),
  * and with the flash tier on, a slab of stubs while the stubs take at most
- * half of memory and point mostly at live records. Moving a slab of values
+ * half of memory (48 bytes per flash item) and point mostly at live
+ * records. Moving a slab of values
  * loses none of them (they go to flash, each leaving a 48-byte stub);
  * moving a slab of stubs loses 21,845 flash items.
  */
 bool            evict_slab_kept(uint32_t sid, uint8_t cls);
+/* The stubs' class while its slabs are kept (above), else 0. */
+uint8_t         evict_stubs_kept(void);
 /* All candidates were spared: drop damping if cls holds no slab (true). */
 bool            evict_undamp(struct evict_req *req);
 

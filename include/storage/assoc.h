@@ -31,6 +31,10 @@ struct item *assoc_find(const char *key, size_t nkey, uint32_t hv);
 /* it is in hv's chain (partition lock held): found by address, so a stub,
  * which keeps no key, too. */
 bool         assoc_has(const struct item *it, uint32_t hv);
+/* Another entry than except that matches key (a flash stub of the same
+ * hashes, item_int.h), or NULL. */
+struct item *assoc_find_other(const char *key, size_t nkey, uint32_t hv,
+                              const struct item *except);
 void         assoc_insert(struct item *it, uint32_t hv);
 void         assoc_delete(struct item *it, uint32_t hv);
 /* Put to where old was in its chain (an item moved to another chunk);

@@ -59,8 +59,9 @@ cache_stub_room(void)
      * reclaimed flash slabs. Those are freed first (the CLOCK takes dead
      * items as it passes), rather than growing the index with dead stubs
      * (a review found 98 % of a grown index dead). */
-    bool dead_stubs = flash_objects_used() >= flash_records_live();
-    if (!dead_stubs && settings.slab_reassign && evict_slab_for(cls) == EVICT_OK) {
+    /* Nor past half of memory: then the stubs' own coldest make room
+     * (evict_stubs_kept, the same rule that keeps their slabs). */
+    if (evict_stubs_kept() != 0 && settings.slab_reassign && evict_slab_for(cls) == EVICT_OK) {
         return;
     }
     (void)evict_run(cls, CACHE_STUB_BATCH, NULL);

@@ -469,22 +469,40 @@ evict_slab_last_other(uint32_t sid, uint8_t cls)
            victim.cls != cls && evict_slab_last_in_use(sid);
 }
 
-bool
-evict_slab_kept(uint32_t sid, uint8_t cls)
+uint8_t
+evict_stubs_kept(void)
 {
     uint8_t stubs = item_stub_class();
+
+    if (stubs == 0) {
+        return 0;
+    }
+    /* An index of dead stubs (their records reclaimed) is not worth
+     * keeping; nor one past half of memory (values need RAM too). Read
+     * once per choice: the live-record count takes the flash lock. */
+    uint64_t used = flash_objects_used();
+    if (used >= flash_records_live() ||
+        used * item_stub_size() * 2 > slab_limit()) {
+        return 0;
+    }
+    return stubs;
+}
+
+static bool
+slab_kept_by(uint32_t sid, uint8_t cls, uint8_t kept)
+{
     struct slab_info victim;
 
     if (evict_slab_last_other(sid, cls)) {
         return true;
     }
-    if (stubs == 0 || cls == stubs || !slab_table_info(sid, &victim) || victim.cls != stubs) {
-        return false;
-    }
-    /* An index of dead stubs (their records reclaimed) is not worth
-     * keeping; nor one past half of memory (values need RAM too). */
-    return flash_objects_used() < flash_records_live() &&
-           (uint64_t)slab_class_slabs(stubs) * slab_size() * 2 <= slab_limit();
+    return kept != 0 && cls != kept && slab_table_info(sid, &victim) && victim.cls == kept;
+}
+
+bool
+evict_slab_kept(uint32_t sid, uint8_t cls)
+{
+    return slab_kept_by(sid, cls, evict_stubs_kept());
 }
 
 /* Whether the victim stays: another class's only slab under the first-slab
@@ -627,6 +645,7 @@ slab_oldest_pass(struct evict_req *req,
     uint8_t cls = req->cls;
     uint32_t tried[EVICT_PICKS];
     uint32_t n = slab_table_count();
+    uint8_t kept = evict_stubs_kept();
 
     for (int pick = 0; pick < EVICT_PICKS; pick++) {
         uint32_t best = SLAB_ID_NONE;
@@ -637,7 +656,7 @@ slab_oldest_pass(struct evict_req *req,
             if (!slab_table_info(sid, &info) || info.cls == 0 ||
                 (req->others_only && info.cls == cls) ||
                 sid_tried(tried, pick, sid) ||
-                evict_slab_kept(sid, cls)) {
+                slab_kept_by(sid, cls, kept)) {
                 continue;       /* another class's only slab stays, stubs too */
             }
             uint64_t key = age_key(&info);

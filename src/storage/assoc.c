@@ -124,14 +124,40 @@ assoc_trylock(uint32_t hv)
     return pthread_mutex_trylock(&part_of(hv)->lock);
 }
 
+/*
+ * An item with the key itself goes before a flash stub that matches it by
+ * its hashes only (item_int.h): another key's stub of the same hashes
+ * must not hide the key's own item.
+ */
 struct item *
 assoc_find(const char *key, size_t nkey, uint32_t hv)
+{
+    struct partition *p = part_of(hv);
+    struct item *stub = NULL;
+
+    for (uint32_t h = p->buckets[bucket_of(p, hv)]; h != SLAB_HANDLE_NONE;) {
+        struct item *it = slab_handle_item(h);
+        if (item_key_matches(it, key, nkey, hv)) {
+            if (item_nkey(it) != 0) {
+                return it;
+            }
+            if (stub == NULL) {
+                stub = it;
+            }
+        }
+        h = it->h_next;
+    }
+    return stub;
+}
+
+struct item *
+assoc_find_other(const char *key, size_t nkey, uint32_t hv, const struct item *except)
 {
     struct partition *p = part_of(hv);
 
     for (uint32_t h = p->buckets[bucket_of(p, hv)]; h != SLAB_HANDLE_NONE;) {
         struct item *it = slab_handle_item(h);
-        if (item_key_matches(it, key, nkey, hv)) {
+        if (it != except && item_key_matches(it, key, nkey, hv)) {
             return it;
         }
         h = it->h_next;

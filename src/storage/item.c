@@ -37,6 +37,9 @@ _Atomic bool                  item_slab_rescue_on = true;
 _Atomic rel_time_t            item_oldest_live;
 _Atomic uint64_t              item_oldest_cas;
 
+static void item_unlink_others(struct item *it, uint32_t hv);
+static void do_item_unlink_rest(const char *key, size_t nkey, uint32_t hv);
+
 void
 item_set_evict_hook(item_evict_hook_fn fn)
 {
@@ -113,6 +116,36 @@ item_is_dead(struct item *it, rel_time_t now)
 /* --- link / unlink (partition lock held) ---------------------------------- */
 
 /*
+ * A key has one entry: a stub matched by its hashes alone may be another
+ * key's (odds 2^-56), so the entry a store replaced or a delete removed
+ * may not have been the key's own. Whatever else still matches the key
+ * goes too, so no older value of it can come back.
+ */
+static void
+item_unlink_others(struct item *it, uint32_t hv)
+{
+    struct item *other;
+
+    if (!flash_enabled()) {
+        return;                 /* without stubs keys are compared whole */
+    }
+    while ((other = assoc_find_other(item_key(it), item_nkey(it), hv, it)) != NULL) {
+        do_item_unlink(other, hv);
+    }
+}
+
+/* After a delete: whatever else matches the key (see item_unlink_others). */
+static void
+do_item_unlink_rest(const char *key, size_t nkey, uint32_t hv)
+{
+    struct item *other;
+
+    while (flash_enabled() && (other = assoc_find(key, nkey, hv)) != NULL) {
+        do_item_unlink(other, hv);
+    }
+}
+
+/*
  * A store or read: its slab was accessed now, and a chained value's
  * slabs too. Walking a long chain under the partition lock on every read
  * would cost a cache miss per chunk: a read does it only when it is the
@@ -139,6 +172,7 @@ item_link(struct item *it, uint32_t hv, bool fresh)
     /* The hash table's reference and the flag in one atomic step. */
     atomic_fetch_add(&it->refs, 1u | (uint32_t)ITEM_LINKED << ITEM_REF_BITS);
     assoc_insert(it, hv);
+    item_unlink_others(it, hv);
     if (fresh) {
         item_probation_push(it);
     }
@@ -380,6 +414,7 @@ item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
     } else if (it != NULL) {
         item_report_cls(it, cls);
         do_item_unlink(it, hv);
+        do_item_unlink_rest(key, nkey, hv);
         st = ITEM_OK;
     }
     assoc_unlock(hv);
@@ -514,6 +549,7 @@ item_delete(const char *key, size_t nkey, uint8_t *cls)
     if (it != NULL) {
         item_report_cls(it, cls);
         do_item_unlink(it, hv);
+        do_item_unlink_rest(key, nkey, hv);
         st = ITEM_OK;
     }
     assoc_unlock(hv);

@@ -1,8 +1,9 @@
 /*
  * item_flash.c -- items and the flash tier (flash.h): an item evicted from
  * RAM is appended to the flash log and replaced, in its hash chain, by a
- * stub: the same header (key, flags, exptime, CAS, value length) with a
- * struct flash_loc where the value was. Lookups, touch, delete, overwrite,
+ * stub: the same header (flags, exptime, CAS, value length) with a
+ * struct item_stub (the record's location and two hashes of the key, no
+ * key: item_int.h) where key and value were. Lookups, touch, delete, overwrite,
  * expiry and flush_all treat a stub as the item it stands for; only what
  * reads the value (a fetch, append, incr) needs the record.
  *
@@ -54,8 +55,6 @@ flash_keeps(struct item *it, uint8_t f)
            (!flash_drop_unread() || (f & ITEM_FETCHED));
 }
 
-/* A chunk of the stubs' class cls, or NULL (class busy or full: then
- * wanted). */
 size_t
 item_stub_size(void)
 {
@@ -68,13 +67,15 @@ item_stub_class(void)
     return flash_enabled() ? slab_clsid(ITEM_STUB_SIZE) : 0;
 }
 
+/* A stub keeps no key: one class for all. */
 static uint8_t
-stub_class(uint8_t nkey)
+stub_class(void)
 {
-    (void)nkey;                 /* a stub keeps no key: one size for all */
     return slab_clsid(ITEM_STUB_SIZE);
 }
 
+/* A chunk of the stubs' class cls, or NULL (class busy or full: then
+ * wanted). */
 static struct item *
 stub_alloc(uint8_t cls, bool count_drop)
 {
@@ -156,7 +157,7 @@ item_flash_stash(struct item *it, uint32_t hv, rel_time_t now)
     /* A stub in the victim's own class would take a chunk this very
      * eviction is freeing (and the lock is held): such small values are
      * dropped as before. */
-    uint8_t scls = stub_class(nkey);
+    uint8_t scls = stub_class();
     if (scls == 0 || scls == slab_cls_of(it)) {
         flash_note_dropped();
         return false;
@@ -179,7 +180,7 @@ item_stash_status_t
 item_flash_stash_early(struct item *it, uint32_t hv)
 {
     uint8_t f = item_iflags(it), nkey = item_nkey(it);
-    uint8_t scls = stub_class(nkey);
+    uint8_t scls = stub_class();
     struct flash_loc loc;
 
     if (!flash_keeps(it, f) || scls == 0 || scls == slab_cls_of(it)) {

@@ -102,7 +102,8 @@ void          item_value_copy(struct item *dst, uint32_t doff, struct item *src,
  * byte: 48 bytes for any key (memcached keeps header and key: 96 bytes
  * for an 8-byte key). A lookup matches a stub by both hashes (56 bits);
  * a read checks the key itself in the flash record, so a false match
- * is a miss, never a wrong value.
+ * never serves another key's value; other commands would act on the other
+ * key (odds 2^-56), and a key keeps one entry (item.c item_unlink_others).
  */
 struct item_stub {
     struct flash_loc loc;
