@@ -247,6 +247,25 @@ fill_chained(uint32_t vlen)
     }
 }
 
+/* fill_chained's items still stored, each checked whole. */
+static int
+fill_left(int n)
+{
+    int left = 0;
+
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "f%d", i);
+        struct item *got = item_get(key, strlen(key), false, 0, NULL);
+        if (got != NULL) {
+            check_value(got, (uint32_t)i);
+            item_release(got);
+            left++;
+        }
+    }
+    return left;
+}
+
 START_TEST(test_body_class_hand_evicts_whole_items)
 {
     uint32_t vlen = 3 * CHUNK_MAX;
@@ -264,17 +283,7 @@ START_TEST(test_body_class_hand_evicts_whole_items)
     struct item_stats st;
     item_get_stats(&st);
     ck_assert_uint_ge(st.evictions, 1);
-    int left = 0;
-    for (int i = 0; i < n; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "f%d", i);
-        struct item *got = item_get(key, strlen(key), false, 0, NULL);
-        if (got != NULL) {
-            check_value(got, (uint32_t)i);
-            item_release(got);
-            left++;
-        }
-    }
+    int left = fill_left(n);
     ck_assert_int_lt(left, n);
     ck_assert_uint_eq((uint64_t)left, st.curr_items);
 }
@@ -311,17 +320,7 @@ START_TEST(test_slab_move_drops_owners_of_its_bodies)
     ck_assert_uint_gt(before.curr_items, after.curr_items);
     /* The dropped items' chunks elsewhere went back to their classes:
      * what is left reads whole, and as many new items fit again. */
-    int left = 0;
-    for (int i = 0; i < n; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "f%d", i);
-        struct item *got = item_get(key, strlen(key), false, 0, NULL);
-        if (got != NULL) {
-            check_value(got, (uint32_t)i);
-            item_release(got);
-            left++;
-        }
-    }
+    int left = fill_left(n);
     ck_assert_uint_eq((uint64_t)left, after.curr_items);
     uint64_t dropped = before.curr_items - after.curr_items;
     struct item *it;
