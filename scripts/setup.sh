@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian packages slabcache needs, only those missing.
-#   scripts/setup.sh build   compilers, autotools, libevent, jemalloc, check
+#   scripts/setup.sh build   compilers, autotools, libevent, jemalloc, check,
+#                            OpenSSL, SASL, liburing
 #   scripts/setup.sh test    the above plus memcached, libmemcached-tools,
 #                            python3 (integration and comparison tests)
 set -euo pipefail
 
-BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check libssl-dev libsasl2-dev"
+BUILD_PKGS="build-essential autoconf automake libtool pkg-config libevent-dev libjemalloc-dev check libssl-dev libsasl2-dev liburing-dev"
 TEST_PKGS="memcached libmemcached-tools python3 python3-prometheus-client openssl sasl2-bin libsasl2-modules libio-socket-ssl-perl"
 
 want="$BUILD_PKGS"

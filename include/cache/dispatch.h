@@ -56,12 +56,15 @@ typedef enum dispatch_result {
 } dispatch_result_t;
 
 /*
- * Flash-resident values (dispatch_flash.c): a read done on an I/O thread
- * is handed back to the connection's worker by notify(owner, f), set by
- * core; the worker then calls dispatch_flash_finish(f), which answers and
- * returns the connection to write to (flash_conn), or NULL if it has gone.
+ * Flash-resident values (dispatch_flash.c): a read goes to the worker's
+ * ring (flash_ring, set by core) or else to the I/O threads; when it is
+ * done (on the worker, or on an I/O thread) it is handed back to the
+ * connection's worker by notify(owner, f), set by core; the worker then
+ * calls dispatch_flash_finish(f), which answers and returns the
+ * connection to write to (flash_conn), or NULL if it has gone.
  */
 struct dispatch_flash;
+struct flash_ring;
 typedef void (*dispatch_flash_notify_fn)(void *owner, struct dispatch_flash *f);
 void *dispatch_flash_finish(struct dispatch_flash *f);
 /* A link the notify function may use to queue f until then. */
@@ -118,6 +121,7 @@ struct dispatch_ctx {
     int                  fd;        /* the client's, for watch lines' cfd */
     dispatch_flash_notify_fn flash_notify; /* NULL: flash reads block */
     void                *flash_owner;
+    struct flash_ring   *flash_ring; /* the worker's (flash.h); NULL: the I/O threads */
     void                *flash_conn;
     bool                 log_replies; /* -vv: this classic command's answers */
     logger_close_reason_t close_reason; /* for `watch connevents` */

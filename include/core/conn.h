@@ -48,8 +48,10 @@ void         conn_format_addr(const struct sockaddr *sa, char *out, size_t cap);
 struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
                       struct conn_list *list, bool tls);
 void         conn_free(struct conn *c);
-/* Flash reads of this connection come back through fn(owner, ...). */
-void         conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner);
+/* Flash reads of this connection go to ring (NULL: the I/O threads) and
+ * come back through fn(owner, ...). */
+void         conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner,
+                            struct flash_ring *ring);
 /* An answer it waited for is ready: write (and read on) as after an event. */
 void         conn_kick(struct conn *c);
 /* Free every connection on the list (worker shutdown). */

@@ -14,12 +14,21 @@
  * whose value is a struct flash_loc; a stub whose slab has been reclaimed
  * (or failed to write) is dead, and dropped as an expired item is.
  *
- * Reads go through a small pool of I/O threads (ext_threads) so a worker's
- * event loop never waits for the device: flash_read_submit() queues a
- * request and the pool calls its done() when the bytes are in, checked
- * (key, CAS, length, checksum) and known valid; records still in a write
- * buffer are copied from memory. Storage never touches sockets: done()
- * is how the caller learns, on an I/O thread.
+ * A worker's event loop never waits for the device. Each worker may own
+ * a read ring (io_uring, ext_io_uring): flash_ring_submit() queues the
+ * read in the kernel from the worker itself, and flash_ring_reap(), run
+ * by the worker when the ring's descriptor is readable, calls done() on
+ * the worker. Without a ring, reads go through a small pool of I/O
+ * threads (ext_threads): flash_read_submit() queues a request and the
+ * pool calls done() on an I/O thread. Either way done() comes when the
+ * bytes are in, checked (key, CAS, length, checksum) and known valid;
+ * records still in a write buffer are copied from memory. Storage never
+ * touches sockets: done() is how the caller learns.
+ *
+ * Why a ring: a read through the pool costs two thread hand-offs (a
+ * futex wake to the reader, a pipe write back), about 45 us of a flash
+ * hit's 93 us when the record is in the page cache (measured, session
+ * 13, notes/flash.md); with the ring the worker submits and reaps itself.
  *
  * The file is a cache: it is truncated to its size at start, and nothing
  * in it is read back after a restart.
@@ -31,6 +40,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* Where a record lives: a stub's value (8 bytes). */
 struct flash_loc {
@@ -57,7 +67,7 @@ struct flash_options {
     double      rewrite_share;  /* ext_max_frag: share of a reclaimed page its
                                    read records may fill when rewritten */
     uint32_t    io_threads;     /* ext_threads */
-    uint32_t    io_depth;       /* ext_io_depth: reads in flight per I/O thread */
+    uint32_t    io_depth;       /* ext_io_depth: blocking readers per I/O thread */
     uint32_t    min_value;      /* ext_item_size: smaller values are not kept */
     bool        drop_unread;    /* ext_drop_unread: items never read are not kept */
 };
@@ -166,11 +176,46 @@ struct flash_read {
     char               *dst;
     flash_read_status_t status;
     void              (*done)(struct flash_read *r);
-    struct flash_read  *next;   /* the pool's queue; then the caller's */
+    struct flash_read  *next;   /* the pool's or ring's queue; then the caller's */
+    /* flash.c's own: where a device read puts the record's header and
+     * key (checked against key, nkey and cas), and the value (dst) */
+    struct iovec        iov[2];
+    char                rec[24 + 255];
 };
 
 /* Queue r for the I/O threads. */
 void            flash_read_submit(struct flash_read *r);
+
+/*
+ * A worker's read ring (io_uring). flash_ring_open() returns NULL, with
+ * the reason in err, where the kernel or the build has no io_uring; the
+ * caller then uses flash_read_submit(). One thread uses a ring:
+ *  - flash_ring_submit() prepares a read (or finishes it at once, calling
+ *    done(): a record in a write buffer, or reclaimed); at most depth
+ *    reads are in the kernel at once, more wait in the ring's queue;
+ *  - flash_ring_flush() hands the prepared reads to the kernel in one
+ *    call; false: it would not take them now (they go at the next flush).
+ *    The thread must flush before it sleeps;
+ *  - flash_ring_reap() calls done() for each read finished, and starts
+ *    queued ones (flush again after). Reads of records in the page cache
+ *    finish during the flush; others later, when flash_ring_fd() (an
+ *    eventfd) turns readable: flash_ring_clear_fd() clears it;
+ *  - flash_ring_busy(): reads prepared and not flushed, or finished and
+ *    not reaped;
+ *  - flash_ring_close() waits for the reads in flight and calls every
+ *    done() (reads still queued finish as FLASH_READ_GONE); after it a
+ *    submit finishes at once, as a miss, until flash_ring_free().
+ */
+struct flash_ring;
+struct flash_ring *flash_ring_open(uint32_t depth, char *err, size_t errcap);
+int             flash_ring_fd(const struct flash_ring *q);
+void            flash_ring_submit(struct flash_ring *q, struct flash_read *r);
+bool            flash_ring_flush(struct flash_ring *q);
+void            flash_ring_reap(struct flash_ring *q);
+bool            flash_ring_busy(const struct flash_ring *q);
+void            flash_ring_clear_fd(struct flash_ring *q);
+void            flash_ring_close(struct flash_ring *q);
+void            flash_ring_free(struct flash_ring *q);
 /* The same read, done by the calling thread (unit tests, tools). */
 flash_read_status_t flash_read_sync(struct flash_read *r);
 /* The key (nkey bytes, into key) of the record at loc, if it is still
@@ -210,7 +255,8 @@ void            flash_sync(void);
     X(extstore_writer_waits,     COUNT)         \
     X(extstore_objects_dropped,  COUNT)         \
     X(extstore_compact_rescues,  COUNT)         \
-    X(extstore_compact_skipped,  COUNT)
+    X(extstore_compact_skipped,  COUNT)         \
+    X(extstore_ring_reads,       COUNT)
 
 struct flash_stats {
 #define FLASH_STAT_FIELD(name, kind) uint64_t name;

@@ -96,8 +96,9 @@
     X(ssl_session_cache, XSWITCH, 0, "ssl_session_cache",   false,       0,    1,           "ssl_session_cache", "TLS: server-side session cache, for resumption") \
     X(ext_path,        XSTR,    0,   "ext_path",            NULL,        0,    0,           "ext_path",          "flash tier: FILE:SIZE (k/m/g/t suffix), a file or device that keeps items evicted from RAM; emptied at start") \
     X(ext_item_size,   XNUM,    0,   "ext_item_size",       512,         0,    1073741824,  "ext_item_size",     "flash tier: smallest value, in bytes, kept on flash when evicted") \
-    X(ext_threads,     XNUM,    0,   "ext_threads",         1,           1,    64,          "ext_threads",       "flash tier: I/O threads reading flash") \
-    X(ext_io_depth,    XNUM,    0,   "ext_io_depth",        1,           1,    64,          NULL,                "flash tier: reads each I/O thread keeps in flight (slabcache runs ext_threads x ext_io_depth blocking readers)") \
+    X(ext_threads,     XNUM,    0,   "ext_threads",         1,           1,    64,          "ext_threads",       "flash tier: I/O threads reading flash where a worker has no io_uring (ext_io_uring=0, or none in the kernel)") \
+    X(ext_io_depth,    XNUM,    0,   "ext_io_depth",        0,           0,    4096,        "ext_io_depth",      "flash tier: reads in flight per worker's io_uring (0: 64), or blocking readers per I/O thread (0: 1; ext_threads x ext_io_depth, at most 64)") \
+    X(ext_io_uring,    XBOOL,   0,   "ext_io_uring",        true,        0,    1,           "ext_io_uring",      "flash tier: each worker reads flash through its own io_uring, without a thread hop (0: through the ext_threads I/O threads)") \
     X(ext_page_size,   XNUM,    0,   "ext_page_size",       0,           0,    65536,       NULL,                "flash tier: flash space is reclaimed this many megabytes at a time, a multiple of ext_wbuf_size (0: one write buffer)") \
     X(ext_wbuf_size,   XNUM,    0,   "ext_wbuf_size",       1,           1,    64,          NULL,                "flash tier: write buffer = flash slab, in megabytes (stats settings shows bytes)") \
     X(ext_item_age,    XNUM,    0,   "ext_item_age",        4294967295,  0,    4294967295,  "ext_item_age",      "flash tier: items idle more than this many seconds are written to flash before memory runs out (default: only when evicted)") \

@@ -5,10 +5,11 @@
  * The fetch composes its answer as for a RAM hit, then what a miss would
  * answer; both are taken back from the output queue and queued again as
  * one waiting answer (outq_add_wait) that holds the hit's header with room
- * for the value behind it. The read goes to the flash tier's I/O threads;
- * the queue keeps everything after the waiting answer unsent, so answers
- * leave in request order while later requests are parsed and answered
- * meanwhile. When the read is done the I/O thread hands it back through
+ * for the value behind it. The queue keeps everything after the waiting
+ * answer unsent, so answers leave in request order while later requests
+ * are parsed and answered meanwhile. The read goes to the worker's ring when it has one (no
+ * thread hop), else to the flash tier's I/O threads. When it is done the
+ * ring's reaper (the worker) or the I/O thread hands it back through
  * the connection's notify function (core) to the worker, which calls
  * dispatch_flash_finish(): the answer becomes the hit, or the miss if the
  * record was gone or bad, and the connection writes again.
@@ -80,7 +81,7 @@ dispatch_flash_release(void *ref)
     flash_unref(f);
 }
 
-/* On an I/O thread. */
+/* On an I/O thread, or on the worker reaping its ring. */
 static void
 flash_read_done(struct flash_read *r)
 {
@@ -184,5 +185,9 @@ dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
         (void)dispatch_flash_finish(f);
         return;
     }
-    flash_read_submit(&f->rd);
+    if (d->flash_ring != NULL) {
+        flash_ring_submit(d->flash_ring, &f->rd);
+    } else {
+        flash_read_submit(&f->rd);
+    }
 }

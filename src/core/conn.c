@@ -950,10 +950,12 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner)
+conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner,
+               struct flash_ring *ring)
 {
     c->d.flash_notify = fn;
     c->d.flash_owner = owner;
+    c->d.flash_ring = ring;
     c->d.flash_conn = c;
 }
 

@@ -1,6 +1,9 @@
 /*
  * worker.c -- worker threads: one event loop each, fed new sockets
- * through a pipe (a 4-byte write of the fd is atomic on a pipe).
+ * through a pipe (a 4-byte write of the fd is atomic on a pipe). With
+ * the flash tier on, each worker also owns a read ring (flash.h) when
+ * the kernel has io_uring (ext_io_uring): its connections' flash reads
+ * go in and come back on this thread, without a hand-off.
  */
 #include "worker.h"
 
@@ -20,6 +23,7 @@
 #include "clock.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "flash.h"
 #include "listener.h"
 #include "log.h"
 #include "settings.h"
@@ -36,6 +40,9 @@ struct worker {
     struct stats_thread  stats;
     pthread_mutex_t      flash_lock; /* flash reads done, for this loop */
     struct dispatch_flash *flash_done;
+    struct flash_ring   *ring;      /* NULL: reads go to the I/O threads */
+    struct event        *ring_ev;   /* its eventfd: reads finished later */
+    struct event        *ring_retry; /* the kernel would not take reads yet */
 };
 
 static struct worker   *workers;
@@ -47,11 +54,20 @@ static bool             yield_between_batches;
 #define NOTIFY_FLASH (-2)        /* flash reads are done (w->flash_done) */
 #define NOTIFY_TLS  (1 << 30)    /* or'ed into an fd: a TLS listener's client */
 
+/* ext_io_depth 0: reads a worker's ring keeps in the kernel at once (a
+ * closed loop of 8 connections keeps 8; an SSD serves dozens at once). */
+#define WORKER_RING_DEPTH 64
+
 static int worker_notify(struct worker *w, int value);
 
+/* The worker running on this thread (NULL elsewhere). */
+static _Thread_local struct worker *self;
+
 /*
- * A flash read is done (on an I/O thread): queue it for the worker whose
- * connection asked, waking the loop when the queue was empty.
+ * A flash read is done (on an I/O thread, or on the worker): queue it for
+ * the worker whose connection asked, waking the loop when the queue was
+ * empty, unless this is that worker and it has a ring: it answers them
+ * at the end of this turn of its loop (worker_ring_turn).
  */
 static void
 worker_flash_notify(void *owner, struct dispatch_flash *f)
@@ -59,7 +75,7 @@ worker_flash_notify(void *owner, struct dispatch_flash *f)
     struct worker *w = owner;
 
     pthread_mutex_lock(&w->flash_lock);
-    bool wake = w->flash_done == NULL;
+    bool wake = w->flash_done == NULL && !(self == w && w->ring != NULL);
     *dispatch_flash_next(f) = w->flash_done;
     w->flash_done = f;
     pthread_mutex_unlock(&w->flash_lock);
@@ -87,6 +103,49 @@ worker_flash_finish(struct worker *w)
 }
 
 /*
+ * After each turn of the loop: the reads the turn prepared go to the
+ * kernel together, and every read finished is answered (those of records
+ * in the page cache finished during the flush). Answering may prepare
+ * more (a connection reads on), so it goes on until nothing is left to
+ * flush: the loop must not sleep with reads the kernel has not got.
+ */
+static void
+worker_ring_turn(struct worker *w)
+{
+    static const struct timeval retry = { 0, 1000 };
+    bool flushed;
+
+    do {
+        flushed = flash_ring_flush(w->ring);
+        if (!flushed) {
+            event_add(w->ring_retry, &retry);
+        }
+        flash_ring_reap(w->ring);
+        worker_flash_finish(w);
+    } while (flushed && flash_ring_busy(w->ring));
+}
+
+/* The ring's eventfd: reads finished in the kernel (reaped by the turn). */
+static void
+worker_on_ring(evutil_socket_t fd, short what, void *arg)
+{
+    struct worker *w = arg;
+
+    (void)fd;
+    (void)what;
+    flash_ring_clear_fd(w->ring);
+}
+
+/* A flush refused: the turn after this wake-up tries again. */
+static void
+worker_on_ring_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+}
+
+/*
  * Everything another thread asks of a worker comes through its pipe, so
  * libevent runs without its internal locks (no evthread_use_pthreads()).
  */
@@ -110,7 +169,7 @@ worker_on_notify(evutil_socket_t fd, short what, void *arg)
         cfd &= ~NOTIFY_TLS;
         struct conn *c = conn_new(cfd, w->base, &w->stats, &w->conns, tls);
         if (c != NULL) {
-            conn_set_flash(c, worker_flash_notify, w);
+            conn_set_flash(c, worker_flash_notify, w, w->ring);
         } else {
             log_error("failed to set up connection %d", cfd);
             close(cfd);
@@ -159,7 +218,8 @@ worker_main(void *arg)
 {
     struct worker *w = arg;
 
-    if (!yield_between_batches) {
+    self = w;
+    if (!yield_between_batches && w->ring == NULL) {
         event_base_loop(w->base, 0);
         return NULL;
     }
@@ -168,6 +228,12 @@ worker_main(void *arg)
     for (;;) {
         if (event_base_loop(w->base, EVLOOP_ONCE) != 0 || event_base_got_break(w->base)) {
             break;
+        }
+        if (w->ring != NULL) {
+            worker_ring_turn(w);
+        }
+        if (!yield_between_batches) {
+            continue;
         }
         uint64_t t0 = conn_turn_take();
         if (t0 != 0 && clock_mono_ns() - t0 >= YIELD_AFTER_NS) {
@@ -194,6 +260,37 @@ worker_on_idle_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     conn_kick_idle(&w->conns, (uint32_t)settings.idle_timeout);
+}
+
+/*
+ * -o ext_io_uring: the worker's own read ring. Where the kernel (or the
+ * build) has no io_uring, reads go through the I/O threads, said once.
+ */
+static int
+worker_ring_open(struct worker *w)
+{
+    static bool told;
+    char err[256];
+
+    if (!flash_enabled() || !settings.ext_io_uring) {
+        return 0;
+    }
+    uint32_t depth = settings.ext_io_depth > 0 ? (uint32_t)settings.ext_io_depth
+                                               : WORKER_RING_DEPTH;
+    w->ring = flash_ring_open(depth, err, sizeof(err));
+    if (w->ring == NULL) {
+        if (!told) {
+            told = true;
+            log_error("ext_io_uring: %s; flash reads go through the I/O threads (ext_threads)",
+                     err);
+        }
+        return 0;
+    }
+    w->ring_ev = event_new(w->base, flash_ring_fd(w->ring), EV_READ | EV_PERSIST,
+                           worker_on_ring, w);
+    w->ring_retry = evtimer_new(w->base, worker_on_ring_retry, w);
+    return w->ring_ev != NULL && w->ring_retry != NULL && event_add(w->ring_ev, NULL) == 0
+           ? 0 : -1;
 }
 
 static int
@@ -223,7 +320,7 @@ worker_init(struct worker *w)
         }
     }
     stats_register_thread(&w->stats);
-    return 0;
+    return worker_ring_open(w);
 }
 
 int
@@ -274,11 +371,22 @@ worker_teardown(void)
     for (int i = 0; i < nworkers; i++) {
         struct worker *w = &workers[i];
         /* Reads done after the loop stopped; answering them may send
-         * more (completed at once now: flash_read_submit). */
+         * more (completed at once now, as misses: flash_read_submit,
+         * flash_ring_submit once closed). */
+        if (w->ring != NULL) {
+            flash_ring_close(w->ring);
+        }
         while (w->flash_done != NULL) {
             worker_flash_finish(w);
         }
         conn_free_all(&w->conns);
+        if (w->ring_ev != NULL) {
+            event_free(w->ring_ev);
+        }
+        if (w->ring_retry != NULL) {
+            event_free(w->ring_retry);
+        }
+        flash_ring_free(w->ring);
         if (w->notify_ev != NULL) {
             event_free(w->notify_ev);
         }

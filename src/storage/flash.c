@@ -16,10 +16,14 @@
  */
 #include "flash.h"
 
+#include "config.h"
+
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,11 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef HAVE_LIBURING
+#include <liburing.h>
+#include <sys/eventfd.h>
+#endif
 
 #include "clock.h"
 #include "hash.h"
@@ -45,6 +54,7 @@ struct flash_rec {
     uint8_t  nkey;
     uint8_t  pad[3];
 };
+_Static_assert(sizeof(struct flash_rec) == 24, "flash_read.rec holds a header and a key");
 
 enum slot_state {
     SLOT_EMPTY,
@@ -112,6 +122,8 @@ static struct {
 
     struct flash_stats st;          /* counters: lock held */
     _Atomic uint64_t   objects_read, bytes_read, read_errors, dropped;
+    _Atomic uint64_t   ring_queued;     /* reads in the workers' rings */
+    _Atomic uint64_t   ring_reads;      /* device reads through them */
     _Atomic int64_t    objects_used, bytes_used;
 } fl = { .fd = -1 };
 
@@ -937,10 +949,10 @@ rec_check(const struct flash_read *r, const struct flash_rec *h, const char *key
 
 /* A record still in a write buffer: 1 copied, 0 not buffered (lock held). */
 static int
-read_buffered(struct flash_read *r, struct flash_rec *h, char *key)
+read_buffered(struct flash_read *r)
 {
     struct wbuf *w = wbuf_holding(r->loc.seq);
-    uint64_t end = (uint64_t)r->loc.off + sizeof(*h) + r->nkey + r->nbytes;
+    uint64_t end = (uint64_t)r->loc.off + sizeof(struct flash_rec) + r->nkey + r->nbytes;
 
     if (w == NULL) {
         return 0;
@@ -948,63 +960,89 @@ read_buffered(struct flash_read *r, struct flash_rec *h, char *key)
     if (end > w->used) {
         return -1;
     }
-    memcpy(h, w->mem + r->loc.off, sizeof(*h));
-    memcpy(key, w->mem + r->loc.off + sizeof(*h), r->nkey);
-    memcpy(r->dst, w->mem + r->loc.off + sizeof(*h) + r->nkey, r->nbytes);
+    memcpy(r->rec, w->mem + r->loc.off, sizeof(struct flash_rec) + r->nkey);
+    memcpy(r->dst, w->mem + r->loc.off + sizeof(struct flash_rec) + r->nkey, r->nbytes);
     return 1;
 }
 
-static flash_read_status_t
-read_device(struct flash_read *r, struct flash_rec *h, char *key)
+/* Bytes a device read of r must bring back. */
+static size_t
+read_want(const struct flash_read *r)
 {
-    struct iovec iov[3] = {
-        { h, sizeof(*h) }, { key, r->nkey }, { r->dst, r->nbytes },
-    };
-    size_t want = sizeof(*h) + r->nkey + r->nbytes;
-    off_t at = (off_t)(r->loc.seq % fl.nslabs) * fl.slab_size + r->loc.off;
-    ssize_t n;
+    return sizeof(struct flash_rec) + r->nkey + r->nbytes;
+}
 
-    if ((uint64_t)r->loc.off + want > fl.slab_size) {
+/*
+ * First half of any read: a record reclaimed is a miss and one still in a
+ * write buffer is copied now (FLASH_READ_OK, not yet checked); otherwise
+ * r's vectors are set up for a device read at *at (-1 returned as the
+ * status: not finished).
+ */
+static int
+read_start(struct flash_read *r, off_t *at)
+{
+    if (!flash_loc_valid(&r->loc)) {
+        return FLASH_READ_GONE;
+    }
+    pthread_mutex_lock(&fl.lock);
+    int buffered = read_buffered(r);
+    pthread_mutex_unlock(&fl.lock);
+    if (buffered != 0) {
+        return buffered < 0 ? FLASH_READ_BADCRC : FLASH_READ_OK;
+    }
+    if ((uint64_t)r->loc.off + read_want(r) > fl.slab_size) {
         return FLASH_READ_BADCRC;
     }
-    do {
-        n = preadv(fl.fd, iov, 3, at);
-    } while (n < 0 && errno == EINTR);
+    r->iov[0] = (struct iovec){ r->rec, sizeof(struct flash_rec) + r->nkey };
+    r->iov[1] = (struct iovec){ r->dst, r->nbytes };
+    *at = (off_t)(r->loc.seq % fl.nslabs) * fl.slab_size + r->loc.off;
+    return -1;
+}
+
+/* A device read of r returned n (or -errno): is it the record, intact? */
+static flash_read_status_t
+read_device_done(const struct flash_read *r, ssize_t n)
+{
     if (!flash_loc_valid(&r->loc)) {
         return FLASH_READ_GONE;     /* reclaimed while it was read */
     }
-    if (n < 0 || (size_t)n != want) {
+    if (n < 0 || (size_t)n != read_want(r)) {
         atomic_fetch_add(&fl.read_errors, 1);
         return FLASH_READ_EIO;
     }
     return FLASH_READ_OK;
 }
 
-flash_read_status_t
-flash_read_sync(struct flash_read *r)
+/* Last half of any read: check the bytes, count them, set r->status. */
+static flash_read_status_t
+read_finish(struct flash_read *r, flash_read_status_t st)
 {
-    struct flash_rec h;
-    char key[256];
-    flash_read_status_t st;
-
-    if (!flash_loc_valid(&r->loc)) {
-        return r->status = FLASH_READ_GONE;
-    }
-    pthread_mutex_lock(&fl.lock);
-    int buffered = read_buffered(r, &h, key);
-    pthread_mutex_unlock(&fl.lock);
-    if (buffered < 0) {
-        return r->status = FLASH_READ_BADCRC;
-    }
-    st = buffered ? FLASH_READ_OK : read_device(r, &h, key);
     if (st == FLASH_READ_OK) {
-        st = rec_check(r, &h, key);
+        struct flash_rec h;
+        memcpy(&h, r->rec, sizeof(h));
+        st = rec_check(r, &h, r->rec + sizeof(h));
     }
     if (st == FLASH_READ_OK) {
         atomic_fetch_add(&fl.objects_read, 1);
-        atomic_fetch_add(&fl.bytes_read, sizeof(h) + r->nkey + r->nbytes);
+        atomic_fetch_add(&fl.bytes_read, read_want(r));
     }
     return r->status = st;
+}
+
+flash_read_status_t
+flash_read_sync(struct flash_read *r)
+{
+    off_t at = 0;
+    int st = read_start(r, &at);
+    ssize_t n;
+
+    if (st >= 0) {
+        return read_finish(r, (flash_read_status_t)st);
+    }
+    do {
+        n = preadv(fl.fd, r->iov, 2, at);
+    } while (n < 0 && errno == EINTR);
+    return read_finish(r, read_device_done(r, n));
 }
 
 bool
@@ -1087,6 +1125,296 @@ flash_io_main(void *arg)
     return NULL;
 }
 
+/* --- a worker's read ring (io_uring) ------------------------------------------- */
+
+#ifdef HAVE_LIBURING
+
+struct flash_ring {
+    struct io_uring    ring;
+    int                efd;
+    uint32_t           depth;
+    uint32_t           inflight;    /* reads the kernel has, or will at the flush */
+    uint32_t           unsubmitted; /* of those, prepared since the last flush */
+    struct flash_read *wait_head, *wait_tail;   /* beyond depth, in order */
+    bool               closed;
+};
+
+struct flash_ring *
+flash_ring_open(uint32_t depth, char *err, size_t cap)
+{
+    struct flash_ring *q = calloc(1, sizeof(*q));
+    int rc;
+
+    if (q == NULL) {
+        snprintf(err, cap, "out of memory");
+        return NULL;
+    }
+    q->depth = depth < 1 ? 1 : depth;
+    q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (q->efd < 0) {
+        snprintf(err, cap, "eventfd: %s", strerror(errno));
+        free(q);
+        return NULL;
+    }
+    rc = io_uring_queue_init(q->depth, &q->ring, 0);
+    if (rc == 0) {
+        rc = io_uring_register_eventfd(&q->ring, q->efd);
+        if (rc != 0) {
+            io_uring_queue_exit(&q->ring);
+        }
+    }
+    if (rc != 0) {
+        snprintf(err, cap, "io_uring: %s", strerror(-rc));
+        close(q->efd);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+int
+flash_ring_fd(const struct flash_ring *q)
+{
+    return q->efd;
+}
+
+/* Finish r on the ring's thread. */
+static void
+ring_finish(struct flash_read *r, flash_read_status_t st)
+{
+    read_finish(r, st);
+    r->done(r);
+}
+
+/* Prepare r for the kernel (it goes in at the next flush), or finish it
+ * now: a record in a write buffer, or reclaimed. */
+static void
+ring_start(struct flash_ring *q, struct flash_read *r)
+{
+    off_t at = 0;
+    int st = read_start(r, &at);
+
+    if (st >= 0) {
+        ring_finish(r, (flash_read_status_t)st);
+        return;
+    }
+    /* never NULL: fewer than depth reads are in, and the ring has depth slots */
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+    assert(sqe != NULL);
+    io_uring_prep_readv(sqe, fl.fd, r->iov, 2, (uint64_t)at);
+    io_uring_sqe_set_data(sqe, r);
+    q->inflight++;
+    q->unsubmitted++;
+    atomic_fetch_add(&fl.ring_queued, 1);
+    atomic_fetch_add(&fl.ring_reads, 1);
+}
+
+/*
+ * Reads prepared go to the kernel, all in one call (a multi-get's reads
+ * together). A record in the page cache is read during the call, so its
+ * completion is there to reap at once. The kernel refuses a submission
+ * only for want of resources (EAGAIN, EBUSY): the reads stay prepared and
+ * go at the next flush.
+ */
+bool
+flash_ring_flush(struct flash_ring *q)
+{
+    while (q->unsubmitted > 0) {
+        int rc = io_uring_submit(&q->ring);
+        if (rc == -EINTR) {
+            continue;
+        }
+        if (rc <= 0) {
+            return false;
+        }
+        q->unsubmitted -= (uint32_t)rc < q->unsubmitted ? (uint32_t)rc : q->unsubmitted;
+    }
+    return true;
+}
+
+void
+flash_ring_submit(struct flash_ring *q, struct flash_read *r)
+{
+    r->next = NULL;
+    if (q->closed) {
+        ring_finish(r, FLASH_READ_GONE);
+        return;
+    }
+    if (q->inflight >= q->depth || q->wait_head != NULL) {
+        if (q->wait_tail != NULL) {
+            q->wait_tail->next = r;
+        } else {
+            q->wait_head = r;
+        }
+        q->wait_tail = r;
+        atomic_fetch_add(&fl.ring_queued, 1);
+        return;
+    }
+    ring_start(q, r);
+}
+
+/* One read the kernel finished. */
+static void
+ring_complete(struct flash_ring *q, struct io_uring_cqe *cqe)
+{
+    struct flash_read *r = io_uring_cqe_get_data(cqe);
+    ssize_t n = cqe->res;
+
+    io_uring_cqe_seen(&q->ring, cqe);
+    q->inflight--;
+    atomic_fetch_sub(&fl.ring_queued, 1);
+    ring_finish(r, read_device_done(r, n));
+}
+
+/* Reads waiting for room go in, in order (all finish, as misses, once
+ * the ring is closed). */
+static void
+ring_refill(struct flash_ring *q)
+{
+    while (q->wait_head != NULL && (q->inflight < q->depth || q->closed)) {
+        struct flash_read *r = q->wait_head;
+        q->wait_head = r->next;
+        if (q->wait_head == NULL) {
+            q->wait_tail = NULL;
+        }
+        atomic_fetch_sub(&fl.ring_queued, 1);
+        if (q->closed) {
+            ring_finish(r, FLASH_READ_GONE);
+        } else {
+            ring_start(q, r);
+        }
+    }
+}
+
+void
+flash_ring_reap(struct flash_ring *q)
+{
+    struct io_uring_cqe *cqe;
+
+    while (io_uring_peek_cqe(&q->ring, &cqe) == 0) {
+        ring_complete(q, cqe);
+    }
+    ring_refill(q);
+}
+
+bool
+flash_ring_busy(const struct flash_ring *q)
+{
+    return q->unsubmitted > 0 || io_uring_cq_ready(&q->ring) > 0;
+}
+
+void
+flash_ring_clear_fd(struct flash_ring *q)
+{
+    uint64_t ticks;
+
+    /* an eventfd's counter is read whole: one read clears it */
+    (void)!read(q->efd, &ticks, sizeof(ticks));
+}
+
+void
+flash_ring_close(struct flash_ring *q)
+{
+    struct io_uring_cqe *cqe;
+
+    q->closed = true;
+    ring_refill(q);             /* the waiting ones finish as misses */
+    for (int tries = 0; !flash_ring_flush(q) && tries < 100; tries++) {
+        sched_yield();          /* short of resources: the kernel gives them back */
+    }
+    /* Reads the kernel still would not take are lost with the ring (their
+     * done() never runs): only at shutdown, with a kernel out of memory. */
+    while (q->inflight > q->unsubmitted) {
+        int rc = io_uring_wait_cqe(&q->ring, &cqe);
+        if (rc == -EINTR) {
+            continue;
+        }
+        if (rc != 0) {
+            break;              /* the ring broke: nothing more will come */
+        }
+        ring_complete(q, cqe);
+    }
+}
+
+void
+flash_ring_free(struct flash_ring *q)
+{
+    if (q == NULL) {
+        return;
+    }
+    io_uring_queue_exit(&q->ring);
+    close(q->efd);
+    free(q);
+}
+
+#else /* !HAVE_LIBURING */
+
+bool
+flash_ring_flush(struct flash_ring *q)
+{
+    (void)q;
+    return true;
+}
+
+bool
+flash_ring_busy(const struct flash_ring *q)
+{
+    (void)q;
+    return false;
+}
+
+void
+flash_ring_clear_fd(struct flash_ring *q)
+{
+    (void)q;
+}
+
+struct flash_ring {
+    int unused;
+};
+
+struct flash_ring *
+flash_ring_open(uint32_t depth, char *err, size_t cap)
+{
+    (void)depth;
+    snprintf(err, cap, "built without liburing");
+    return NULL;
+}
+
+int
+flash_ring_fd(const struct flash_ring *q)
+{
+    (void)q;
+    return -1;
+}
+
+void
+flash_ring_submit(struct flash_ring *q, struct flash_read *r)
+{
+    (void)q;
+    flash_read_submit(r);
+}
+
+void
+flash_ring_reap(struct flash_ring *q)
+{
+    (void)q;
+}
+
+void
+flash_ring_close(struct flash_ring *q)
+{
+    (void)q;
+}
+
+void
+flash_ring_free(struct flash_ring *q)
+{
+    (void)q;
+}
+
+#endif
+
 /* --- stats ------------------------------------------------------------------- */
 
 void
@@ -1108,13 +1436,14 @@ flash_get_stats(struct flash_stats *out)
     }
     pthread_mutex_unlock(&fl.lock);
     pthread_mutex_lock(&fl.io_lock);
-    out->extstore_io_queue = fl.io_queued;
+    out->extstore_io_queue = fl.io_queued + atomic_load(&fl.ring_queued);
     pthread_mutex_unlock(&fl.io_lock);
     out->extstore_pages_used = used;
     out->extstore_pages_free = fl.nslabs / fl.page_slabs - used;
     out->extstore_objects_read = atomic_load(&fl.objects_read);
     out->extstore_bytes_read = atomic_load(&fl.bytes_read);
     out->extstore_read_errors = atomic_load(&fl.read_errors);
+    out->extstore_ring_reads = atomic_load(&fl.ring_reads);
     out->extstore_objects_dropped = atomic_load(&fl.dropped);
     int64_t ou = atomic_load(&fl.objects_used), bu = atomic_load(&fl.bytes_used);
     out->extstore_objects_used = ou > 0 ? (uint64_t)ou : 0;

@@ -334,7 +334,7 @@ def start_exit(*args):
 def extended_options_work_or_are_refused():
     slabcache_only()
     for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=3000",
-                "ext_path=nosize", "ext_max_frag=2", "ext_io_depth=0",
+                "ext_path=nosize", "ext_max_frag=2", "ext_io_depth=4097",
                 "ext_page_size=3,ext_wbuf_size=2,ext_path=/nonexistent/f:64m",
                 "ssl_kernel_tls", "ssl_min_version=4",
                 "hash_algorithm=xxh3",

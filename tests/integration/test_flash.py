@@ -782,6 +782,46 @@ def flashed_pipeline_in_order():
         check(ge >= 2, "pipeline read fk1 and fk2 from flash (+%d)" % ge)
 
 
+@test
+def reads_through_the_ring():
+    """-o ext_io_uring (on by default): a worker reads flash through its
+    own io_uring, counted in extstore_ring_reads. With a ring one read
+    deep, one multi-get of 40 flash items, pipelined with RAM hits, queues
+    behind it and every value comes back exact and in order; with
+    ext_io_uring=0 the I/O threads read them and the ring counts none."""
+    slabcache_only()
+    keys = ["rg%d" % i for i in range(40)]
+    vals = {k: value_for(k, 3) for k in keys}
+    for name, more in (("ring1", "ext_io_depth=1"), ("noring", "ext_io_uring=0")):
+        with flash_server(name, more=more) as s, s.client(timeout=10) as c:
+            set_pipelined(c, list(vals.items()))
+            push_to_flash(c, name)
+            set_pipelined(c, [("ram1", b"one"), ("ram2", b"two")])
+            if name == "ring1" and "ext_io_uring:" in s.output():
+                print("     SKIP the ring half: %s" % s.output().strip().splitlines()[-1])
+                continue
+            before = c.stats()
+            c.send(b"get ram1 " + " ".join(keys).encode() + b" ram2\r\nget ram2\r\n")
+            want = b"VALUE ram1 0 3\r\none\r\n"
+            want += b"".join(b"VALUE %s 0 %d\r\n%s\r\n" % (k.encode(), len(vals[k]), vals[k])
+                             for k in keys)
+            want += b"VALUE ram2 0 3\r\ntwo\r\nEND\r\nVALUE ram2 0 3\r\ntwo\r\nEND\r\n"
+            eq(c.read_exact(len(want)), want, "%s: multi-get answers" % name)
+            c.expect_nothing(0.2)
+            after = c.stats()
+
+            def delta(stat_name):
+                return int(after[stat_name]) - int(before[stat_name])
+            check(delta("get_extstore") >= 30,
+                  "%s: most of the 40 came from flash (%d)" % (name, delta("get_extstore")))
+            if name == "ring1":
+                check(delta("extstore_ring_reads") >= 30,
+                      "the ring read them (%d)" % delta("extstore_ring_reads"))
+            else:
+                eq(int(after["extstore_ring_reads"]), 0, "no ring without ext_io_uring")
+                check(delta("extstore_objects_read") >= 30, "the I/O threads read them")
+
+
 # --------------------------------------------------------------------------
 # wrap, options, restart
 # --------------------------------------------------------------------------
@@ -1083,14 +1123,15 @@ def threads_of(pid):
 
 @test
 def io_depth_reads_in_flight():
-    """-o ext_io_depth=N: N reads in flight per I/O thread, which slabcache
-    runs as N blocking readers per ext_threads: 2 x 3 start 4 more threads
-    than 2 x 1, and reads come back exact through them."""
+    """-o ext_io_depth=N without io_uring (ext_io_uring=0): N reads in
+    flight per I/O thread, which slabcache runs as N blocking readers per
+    ext_threads: 2 x 3 start 4 more threads than 2 x 1, and reads come
+    back exact through them."""
     slabcache_only()
     counts = {}
     for depth in (1, 3):
-        with Server("-m", RAM_MB, *ext_args(flash_path("depth%d" % depth),
-                                            more="ext_threads=2,ext_io_depth=%d" % depth)) as s, \
+        more = "ext_threads=2,ext_io_depth=%d,ext_io_uring=0" % depth
+        with Server("-m", RAM_MB, *ext_args(flash_path("depth%d" % depth), more=more)) as s, \
                 s.client() as c:
             eq(c.set("k", value_for("k", 1)), "STORED")
             counts[depth] = threads_of(s.proc.pid)
@@ -1136,7 +1177,8 @@ def bad_ext_options_refused():
          EX_USAGE),
         ("ext_path=%s:64m,ext_max_frag=1.5" % f, "ext_max_frag", EX_USAGE),
         ("ext_path=%s:64m,ext_max_frag=abc" % f, "ext_max_frag", EX_USAGE),
-        ("ext_path=%s:64m,ext_io_depth=0" % f, "ext_io_depth", EX_USAGE),
+        ("ext_path=%s:64m,ext_io_depth=4097" % f, "ext_io_depth", EX_USAGE),
+        ("ext_path=%s:64m,ext_io_uring=2" % f, "ext_io_uring", EX_USAGE),
         ("ext_path=%s:64m,ext_wbuf_size=2,ext_page_size=3" % f, "ext_page_size",
          EX_USAGE),
         ("ext_path=%s:8m,ext_page_size=8" % f, "ext_path", EX_USAGE),

@@ -3,10 +3,15 @@
  * flash.h): FILE:SIZE parsing, records read back from a write buffer and
  * from the file, FIFO reclaim by sequence number, checksums catching
  * bytes changed underneath, a short file counted as a read error, bad
- * paths refused, and the I/O threads' completion callback.
+ * paths refused, the I/O threads' completion callback, and a worker's
+ * read ring (io_uring): reads queued past its depth, finished in order of
+ * the kernel, each checked, and every done() called by close.
  */
+#include "config.h"
+
 #include <check.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -320,6 +325,115 @@ START_TEST(test_io_threads_call_done)
 }
 END_TEST
 
+/* A read of record i (put at loc, 1000 bytes, CAS 1000 + i) into dst. */
+static void
+read_init(struct flash_read *r, int i, struct flash_loc loc, char *dst)
+{
+    memset(r, 0, sizeof(*r));
+    r->loc = loc;
+    r->nkey = (uint8_t)snprintf(r->key, sizeof(r->key), "k%d", i);
+    r->nbytes = 1000;
+    r->cas = 1000u + (unsigned)i;
+    r->dst = dst;
+    r->done = on_done;
+}
+
+/* Flush and reap until n done() calls in all, as a worker's turns do. */
+static void
+ring_turns(struct flash_ring *q, int n)
+{
+    for (int turns = 0; atomic_load(&done_calls) < n && turns < 1000; turns++) {
+        ck_assert(flash_ring_flush(q));
+        flash_ring_reap(q);
+        if (atomic_load(&done_calls) < n && !flash_ring_busy(q)) {
+            struct pollfd p = { .fd = flash_ring_fd(q), .events = POLLIN };
+            (void)poll(&p, 1, 100);
+            flash_ring_clear_fd(q);
+        }
+    }
+}
+
+START_TEST(test_ring_reads)
+{
+    char err[256], dst[6][4096], want[1000];
+    struct flash_read r[6];
+    struct flash_loc loc[6];
+    struct flash_ring *q = flash_ring_open(2, err, sizeof(err));
+
+#ifndef HAVE_LIBURING
+    ck_assert_ptr_null(q);
+    return;
+#endif
+    if (q == NULL) {
+        fprintf(stderr, "test_ring_reads: no io_uring here (%s): not tested\n", err);
+        return;
+    }
+    for (int i = 0; i < 4; i++) {
+        loc[i] = put(20 + i, 1000);
+    }
+    (void)put_on_file(98);          /* seals their slab: read from the file */
+    loc[4] = put(24, 1000);         /* still in a write buffer */
+    loc[5] = loc[0];                /* asks for record 0 under another key */
+    for (int i = 0; i < 6; i++) {
+        read_init(&r[i], 20 + i, loc[i], dst[i]);
+    }
+    atomic_store(&done_calls, 0);
+    flash_ring_submit(q, &r[4]);
+    ck_assert_int_eq(atomic_load(&done_calls), 1);  /* the buffered one, at once */
+    for (int i = 0; i < 6; i++) {
+        if (i != 4) {
+            flash_ring_submit(q, &r[i]);    /* 2 deep: the rest wait their turn */
+        }
+    }
+    ck_assert_int_eq(atomic_load(&done_calls), 1);
+    ring_turns(q, 6);
+    ck_assert_int_eq(atomic_load(&done_calls), 6);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(r[i].status, FLASH_READ_OK);
+        value_of(20 + i, want, 1000);
+        ck_assert_int_eq(memcmp(dst[i], want, 1000), 0);
+    }
+    ck_assert_int_eq(r[5].status, FLASH_READ_BADCRC);
+    struct flash_stats st;
+    flash_get_stats(&st);
+    ck_assert_uint_eq(st.extstore_ring_reads, 5);  /* the buffered one is not */
+    ck_assert_uint_eq(st.extstore_io_queue, 0);
+    flash_ring_close(q);
+    flash_ring_free(q);
+}
+END_TEST
+
+START_TEST(test_ring_close_finishes_every_read)
+{
+    char err[256], dst[5][4096];
+    struct flash_read r[5];
+    struct flash_ring *q = flash_ring_open(2, err, sizeof(err));
+
+    if (q == NULL) {
+        return;                     /* test_ring_reads says why */
+    }
+    struct flash_loc loc = put(30, 1000);
+    (void)put_on_file(97);
+    for (int i = 0; i < 5; i++) {
+        read_init(&r[i], 30, loc, dst[i]);
+    }
+    atomic_store(&done_calls, 0);
+    for (int i = 0; i < 4; i++) {
+        flash_ring_submit(q, &r[i]);    /* 2 prepared, 2 waiting; none flushed */
+    }
+    flash_ring_close(q);
+    ck_assert_int_eq(atomic_load(&done_calls), 4);
+    ck_assert_int_eq(r[0].status, FLASH_READ_OK);
+    ck_assert_int_eq(r[1].status, FLASH_READ_OK);
+    ck_assert_int_eq(r[2].status, FLASH_READ_GONE);
+    ck_assert_int_eq(r[3].status, FLASH_READ_GONE);
+    flash_ring_submit(q, &r[4]);        /* closed: a miss at once */
+    ck_assert_int_eq(atomic_load(&done_calls), 5);
+    ck_assert_int_eq(r[4].status, FLASH_READ_GONE);
+    flash_ring_free(q);
+}
+END_TEST
+
 static Suite *
 flash_suite(void)
 {
@@ -337,6 +451,8 @@ flash_suite(void)
     tcase_add_test(tc, test_short_file_is_a_read_error);
     tcase_add_test(tc, test_record_larger_than_a_slab_is_refused);
     tcase_add_test(tc, test_io_threads_call_done);
+    tcase_add_test(tc, test_ring_reads);
+    tcase_add_test(tc, test_ring_close_finishes_every_read);
     tcase_add_test(tc, test_reclaim_offers_records_for_rewriting);
     suite_add_tcase(s, tc);
     return s;
