@@ -271,7 +271,8 @@ flash_start(void)
         .free_pages = (uint32_t)settings.ext_compact_under - 1,
         .rewrite_share = settings.ext_max_frag,
         .io_threads = (uint32_t)settings.ext_threads,
-        .io_depth = (uint32_t)settings.ext_io_depth,
+        /* with rings, ext_io_depth is theirs; the threads are the fallback */
+        .io_depth = settings.ext_io_uring ? 1 : (uint32_t)settings.ext_io_depth,
         .min_value = (uint32_t)settings.ext_item_size,
         .drop_unread = settings.ext_drop_unread,
         .path = path,

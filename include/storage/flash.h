@@ -15,10 +15,10 @@
  * (or failed to write) is dead, and dropped as an expired item is.
  *
  * A worker's event loop never waits for the device. Each worker may own
- * a read ring (io_uring, ext_io_uring): flash_ring_submit() queues the
- * read in the kernel from the worker itself, and flash_ring_reap(), run
- * by the worker when the ring's descriptor is readable, calls done() on
- * the worker. Without a ring, reads go through a small pool of I/O
+ * a read ring (io_uring, ext_io_uring): flash_ring_submit() prepares the
+ * read on the worker itself, flash_ring_flush() hands the turn's reads to
+ * the kernel together, and flash_ring_reap(), run by the worker after each
+ * turn of its loop, calls done() on the worker. Without a ring, reads go through a small pool of I/O
  * threads (ext_threads): flash_read_submit() queues a request and the
  * pool calls done() on an I/O thread. Either way done() comes when the
  * bytes are in, checked (key, CAS, length, checksum) and known valid;
@@ -165,7 +165,8 @@ typedef enum flash_read_status {
 /*
  * One read: the value (nbytes, with its "\r\n") of the record at loc,
  * which must be the one of this key and CAS, into dst. Filled in by the
- * caller; status set before done() runs on an I/O thread.
+ * caller; status set before done() runs (on an I/O thread, or on the
+ * ring's thread).
  */
 struct flash_read {
     struct flash_loc    loc;
@@ -194,17 +195,22 @@ void            flash_read_submit(struct flash_read *r);
  *    done(): a record in a write buffer, or reclaimed); at most depth
  *    reads are in the kernel at once, more wait in the ring's queue;
  *  - flash_ring_flush() hands the prepared reads to the kernel in one
- *    call; false: it would not take them now (they go at the next flush).
- *    The thread must flush before it sleeps;
+ *    call; false: it would not take them now, for want of resources
+ *    (they go at the next flush). The thread must flush before it sleeps.
+ *    A kernel that refuses them for good breaks the ring: those reads,
+ *    and all after, go through the I/O threads (said once on stderr);
  *  - flash_ring_reap() calls done() for each read finished, and starts
  *    queued ones (flush again after). Reads of records in the page cache
- *    finish during the flush; others later, when flash_ring_fd() (an
- *    eventfd) turns readable: flash_ring_clear_fd() clears it;
+ *    finish during the flush; others later: flash_ring_fd() polls
+ *    readable while finished reads wait to be reaped;
  *  - flash_ring_busy(): reads prepared and not flushed, or finished and
  *    not reaped;
  *  - flash_ring_close() waits for the reads in flight and calls every
  *    done() (reads still queued finish as FLASH_READ_GONE); after it a
- *    submit finishes at once, as a miss, until flash_ring_free().
+ *    submit finishes at once, as a miss, until flash_ring_free(). Close
+ *    on the ring's thread: a thread's reads are cancelled when it exits.
+ * flash_ring_open() tries one no-op through the ring first: some
+ * sandboxes set a ring up and then refuse every submission.
  */
 struct flash_ring;
 struct flash_ring *flash_ring_open(uint32_t depth, char *err, size_t errcap);
@@ -213,7 +219,6 @@ void            flash_ring_submit(struct flash_ring *q, struct flash_read *r);
 bool            flash_ring_flush(struct flash_ring *q);
 void            flash_ring_reap(struct flash_ring *q);
 bool            flash_ring_busy(const struct flash_ring *q);
-void            flash_ring_clear_fd(struct flash_ring *q);
 void            flash_ring_close(struct flash_ring *q);
 void            flash_ring_free(struct flash_ring *q);
 /* The same read, done by the calling thread (unit tests, tools). */

@@ -35,7 +35,7 @@
 #include "stats.h"
 
 struct dispatch_flash {
-    struct flash_read        rd;        /* first: the I/O thread's view */
+    struct flash_read        rd;        /* first: the reader's view */
     dispatch_flash_notify_fn notify;
     void                    *owner;
     void                    *conn;

@@ -41,7 +41,7 @@ struct worker {
     pthread_mutex_t      flash_lock; /* flash reads done, for this loop */
     struct dispatch_flash *flash_done;
     struct flash_ring   *ring;      /* NULL: reads go to the I/O threads */
-    struct event        *ring_ev;   /* its eventfd: reads finished later */
+    struct event        *ring_ev;   /* its fd: reads finished later */
     struct event        *ring_retry; /* the kernel would not take reads yet */
 };
 
@@ -102,12 +102,24 @@ worker_flash_finish(struct worker *w)
     }
 }
 
+/* Answers queued for this worker (its own done() calls wake nothing). */
+static bool
+worker_flash_pending(struct worker *w)
+{
+    pthread_mutex_lock(&w->flash_lock);
+    bool any = w->flash_done != NULL;
+    pthread_mutex_unlock(&w->flash_lock);
+    return any;
+}
+
 /*
  * After each turn of the loop: the reads the turn prepared go to the
  * kernel together, and every read finished is answered (those of records
  * in the page cache finished during the flush). Answering may prepare
- * more (a connection reads on), so it goes on until nothing is left to
- * flush: the loop must not sleep with reads the kernel has not got.
+ * more, or finish some at once (a connection resumes its input: a record
+ * still in a write buffer is copied on the spot), so it goes on until
+ * nothing is left to flush, reap or answer: the loop must not sleep with
+ * reads the kernel has not got, or answers nobody will wake it for.
  */
 static void
 worker_ring_turn(struct worker *w)
@@ -122,23 +134,14 @@ worker_ring_turn(struct worker *w)
         }
         flash_ring_reap(w->ring);
         worker_flash_finish(w);
-    } while (flushed && flash_ring_busy(w->ring));
+    } while (flushed && (flash_ring_busy(w->ring) || worker_flash_pending(w)));
 }
 
-/* The ring's eventfd: reads finished in the kernel (reaped by the turn). */
+/* The ring's descriptor turned readable (reads finished later), or a
+ * refused flush's timer ran out: the turn after this wake-up reaps and
+ * flushes. */
 static void
 worker_on_ring(evutil_socket_t fd, short what, void *arg)
-{
-    struct worker *w = arg;
-
-    (void)fd;
-    (void)what;
-    flash_ring_clear_fd(w->ring);
-}
-
-/* A flush refused: the turn after this wake-up tries again. */
-static void
-worker_on_ring_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -240,6 +243,11 @@ worker_main(void *arg)
             sched_yield();
         }
     }
+    /* The kernel cancels a thread's reads when it exits: they are waited
+     * for and queued here; worker_teardown answers them. */
+    if (w->ring != NULL) {
+        flash_ring_close(w->ring);
+    }
     return NULL;
 }
 
@@ -264,37 +272,30 @@ worker_on_idle_tick(evutil_socket_t fd, short what, void *arg)
 
 /*
  * -o ext_io_uring: the worker's own read ring. Where the kernel (or the
- * build) has no io_uring, reads go through the I/O threads, said once.
+ * build) has no io_uring, reads go through the I/O threads: worker_setup
+ * says so, with the reason (err).
  */
 static int
-worker_ring_open(struct worker *w)
+worker_ring_open(struct worker *w, char *err, size_t cap)
 {
-    static bool told;
-    char err[256];
-
     if (!flash_enabled() || !settings.ext_io_uring) {
         return 0;
     }
     uint32_t depth = settings.ext_io_depth > 0 ? (uint32_t)settings.ext_io_depth
                                                : WORKER_RING_DEPTH;
-    w->ring = flash_ring_open(depth, err, sizeof(err));
+    w->ring = flash_ring_open(depth, err, cap);
     if (w->ring == NULL) {
-        if (!told) {
-            told = true;
-            log_error("ext_io_uring: %s; flash reads go through the I/O threads (ext_threads)",
-                     err);
-        }
         return 0;
     }
     w->ring_ev = event_new(w->base, flash_ring_fd(w->ring), EV_READ | EV_PERSIST,
                            worker_on_ring, w);
-    w->ring_retry = evtimer_new(w->base, worker_on_ring_retry, w);
+    w->ring_retry = evtimer_new(w->base, worker_on_ring, w);
     return w->ring_ev != NULL && w->ring_retry != NULL && event_add(w->ring_ev, NULL) == 0
            ? 0 : -1;
 }
 
 static int
-worker_init(struct worker *w)
+worker_init(struct worker *w, char *err, size_t cap)
 {
     int fds[2];
 
@@ -320,7 +321,7 @@ worker_init(struct worker *w)
         }
     }
     stats_register_thread(&w->stats);
-    return worker_ring_open(w);
+    return worker_ring_open(w, err, cap);
 }
 
 int
@@ -331,11 +332,18 @@ worker_setup(int nthreads)
         return -1;
     }
     nworkers = nthreads;
+    char err[256] = "";
+    int norings = 0;
     for (int i = 0; i < nthreads; i++) {
         workers[i].notify_rd = workers[i].notify_wr = -1;
-        if (worker_init(&workers[i]) != 0) {
+        if (worker_init(&workers[i], err, sizeof(err)) != 0) {
             return -1;
         }
+        norings += workers[i].ring == NULL;
+    }
+    if (flash_enabled() && settings.ext_io_uring && norings > 0) {
+        log_error("ext_io_uring: %d of %d workers have no io_uring (%s); their flash "
+                  "reads go through the I/O threads (ext_threads)", norings, nthreads, err);
     }
     stats_set_conns_provider(worker_conns_stats);
     yield_between_batches = nthreads > 1 && workers_share_cpus(nthreads);
@@ -370,12 +378,9 @@ worker_teardown(void)
     worker_stop();
     for (int i = 0; i < nworkers; i++) {
         struct worker *w = &workers[i];
-        /* Reads done after the loop stopped; answering them may send
-         * more (completed at once now, as misses: flash_read_submit,
-         * flash_ring_submit once closed). */
-        if (w->ring != NULL) {
-            flash_ring_close(w->ring);
-        }
+        /* Reads done after the loop stopped (the ring was closed as it
+         * did); answering them may send more (completed at once now, as
+         * misses: flash_read_submit, flash_ring_submit once closed). */
         while (w->flash_done != NULL) {
             worker_flash_finish(w);
         }

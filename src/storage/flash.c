@@ -5,7 +5,8 @@
  * per-slot bookkeeping; it is a leaf lock (taken under an item's
  * partition and class locks by flash_append, never the other way), held
  * only to copy bytes. Device I/O happens outside it: the writer thread
- * writes a sealed buffer, the I/O threads read records.
+ * writes a sealed buffer; the workers' rings, or the I/O threads, read
+ * records.
  *
  * A physical slot p of the ring holds the flash slab whose sequence
  * number s has s % nslabs == p. Its `seq` field says which one; a reader
@@ -34,7 +35,6 @@
 
 #ifdef HAVE_LIBURING
 #include <liburing.h>
-#include <sys/eventfd.h>
 #endif
 
 #include "clock.h"
@@ -585,10 +585,10 @@ wbuf_take_free(void)
 static uint32_t
 rec_crc(const struct flash_rec *r, const char *key, const char *value)
 {
-    uint32_t h = hash_seeded((const char *)r + sizeof(r->crc), sizeof(*r) - sizeof(r->crc),
-                             FLASH_CRC_SEED);
-    h = hash_seeded(key, r->nkey, h);
-    return hash_seeded(value, r->nbytes, h);
+    uint32_t h = hash_crc32c(FLASH_CRC_SEED, (const char *)r + sizeof(r->crc),
+                             sizeof(*r) - sizeof(r->crc));
+    h = hash_crc32c(h, key, r->nkey);
+    return hash_crc32c(h, value, r->nbytes);
 }
 
 static inline uint32_t
@@ -1131,13 +1131,41 @@ flash_io_main(void *arg)
 
 struct flash_ring {
     struct io_uring    ring;
-    int                efd;
     uint32_t           depth;
     uint32_t           inflight;    /* reads the kernel has, or will at the flush */
-    uint32_t           unsubmitted; /* of those, prepared since the last flush */
+    uint32_t           npending;    /* of those, prepared and not yet taken */
+    struct flash_read **pending;    /* them, in order (depth slots) */
     struct flash_read *wait_head, *wait_tail;   /* beyond depth, in order */
     bool               closed;
+    bool               broken;      /* the kernel refused a flush for good */
 };
+
+/* One no-op through the ring: some sandboxes let a ring be set up and
+ * then refuse every submission (seccomp, gVisor). */
+static int
+ring_probe(struct io_uring *ring)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    struct io_uring_cqe *cqe;
+    int rc;
+
+    if (sqe == NULL) {
+        return -EBUSY;
+    }
+    io_uring_prep_nop(sqe);
+    do {
+        rc = io_uring_submit_and_wait(ring, 1);
+    } while (rc == -EINTR);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = io_uring_peek_cqe(ring, &cqe);
+    if (rc == 0) {
+        rc = cqe->res;
+        io_uring_cqe_seen(ring, cqe);
+    }
+    return rc;
+}
 
 struct flash_ring *
 flash_ring_open(uint32_t depth, char *err, size_t cap)
@@ -1150,32 +1178,39 @@ flash_ring_open(uint32_t depth, char *err, size_t cap)
         return NULL;
     }
     q->depth = depth < 1 ? 1 : depth;
-    q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (q->efd < 0) {
-        snprintf(err, cap, "eventfd: %s", strerror(errno));
+    q->pending = calloc(q->depth, sizeof(*q->pending));
+    if (q->pending == NULL) {
+        snprintf(err, cap, "out of memory");
         free(q);
         return NULL;
     }
     rc = io_uring_queue_init(q->depth, &q->ring, 0);
     if (rc == 0) {
-        rc = io_uring_register_eventfd(&q->ring, q->efd);
+        rc = ring_probe(&q->ring);
         if (rc != 0) {
             io_uring_queue_exit(&q->ring);
         }
     }
     if (rc != 0) {
         snprintf(err, cap, "io_uring: %s", strerror(-rc));
-        close(q->efd);
+        free(q->pending);
         free(q);
         return NULL;
     }
     return q;
 }
 
+/*
+ * The ring's own descriptor: readable while finished reads wait to be
+ * reaped. Not an eventfd registered with the ring: that is signalled for
+ * every completion, also those reaped in the turn that flushed them (page
+ * cache hits), so each such turn cost one more wake-up and read; the
+ * ring polls readable only while its completion queue is not empty.
+ */
 int
 flash_ring_fd(const struct flash_ring *q)
 {
-    return q->efd;
+    return q->ring.ring_fd;
 }
 
 /* Finish r on the ring's thread. */
@@ -1200,34 +1235,64 @@ ring_start(struct flash_ring *q, struct flash_read *r)
     }
     /* never NULL: fewer than depth reads are in, and the ring has depth slots */
     struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
-    assert(sqe != NULL);
+    assert(sqe != NULL && q->npending < q->depth);
     io_uring_prep_readv(sqe, fl.fd, r->iov, 2, (uint64_t)at);
     io_uring_sqe_set_data(sqe, r);
+    q->pending[q->npending++] = r;
     q->inflight++;
-    q->unsubmitted++;
     atomic_fetch_add(&fl.ring_queued, 1);
     atomic_fetch_add(&fl.ring_reads, 1);
 }
 
 /*
+ * The kernel will not take reads from this ring any more: the reads it
+ * has not taken go to the I/O threads instead (their done() then runs on
+ * an I/O thread), and so does every read after. Said once.
+ */
+static void
+ring_break(struct flash_ring *q, int rc)
+{
+    static atomic_bool told;
+
+    if (!atomic_exchange(&told, true)) {
+        fprintf(stderr, "slabcache: ext_io_uring: the kernel refused reads (%s); "
+                "flash reads go through the I/O threads\n", strerror(-rc));
+    }
+    q->broken = true;
+    for (uint32_t i = 0; i < q->npending; i++) {
+        atomic_fetch_sub(&fl.ring_queued, 1);
+        q->inflight--;
+        flash_read_submit(q->pending[i]);
+    }
+    q->npending = 0;
+}
+
+/*
  * Reads prepared go to the kernel, all in one call (a multi-get's reads
  * together). A record in the page cache is read during the call, so its
- * completion is there to reap at once. The kernel refuses a submission
- * only for want of resources (EAGAIN, EBUSY): the reads stay prepared and
- * go at the next flush.
+ * completion is there to reap at once. For want of resources (EAGAIN,
+ * EBUSY) the reads stay prepared and go at the next flush (false); any
+ * other refusal breaks the ring (ring_break).
  */
 bool
 flash_ring_flush(struct flash_ring *q)
 {
-    while (q->unsubmitted > 0) {
+    while (q->npending > 0) {
         int rc = io_uring_submit(&q->ring);
         if (rc == -EINTR) {
             continue;
         }
-        if (rc <= 0) {
+        if (rc == -EAGAIN || rc == -EBUSY) {
             return false;
         }
-        q->unsubmitted -= (uint32_t)rc < q->unsubmitted ? (uint32_t)rc : q->unsubmitted;
+        if (rc <= 0) {
+            ring_break(q, rc < 0 ? rc : -EIO);
+            return true;
+        }
+        /* taken in order: the first rc prepared */
+        uint32_t n = (uint32_t)rc < q->npending ? (uint32_t)rc : q->npending;
+        memmove(q->pending, q->pending + n, (q->npending - n) * sizeof(*q->pending));
+        q->npending -= n;
     }
     return true;
 }
@@ -1238,6 +1303,10 @@ flash_ring_submit(struct flash_ring *q, struct flash_read *r)
     r->next = NULL;
     if (q->closed) {
         ring_finish(r, FLASH_READ_GONE);
+        return;
+    }
+    if (q->broken) {
+        flash_read_submit(r);
         return;
     }
     if (q->inflight >= q->depth || q->wait_head != NULL) {
@@ -1263,15 +1332,16 @@ ring_complete(struct flash_ring *q, struct io_uring_cqe *cqe)
     io_uring_cqe_seen(&q->ring, cqe);
     q->inflight--;
     atomic_fetch_sub(&fl.ring_queued, 1);
-    ring_finish(r, read_device_done(r, n));
+    /* cancelled (its thread exited first): a miss, not a device error */
+    ring_finish(r, n == -ECANCELED ? FLASH_READ_GONE : read_device_done(r, n));
 }
 
 /* Reads waiting for room go in, in order (all finish, as misses, once
- * the ring is closed). */
+ * the ring is closed; to the I/O threads once it is broken). */
 static void
 ring_refill(struct flash_ring *q)
 {
-    while (q->wait_head != NULL && (q->inflight < q->depth || q->closed)) {
+    while (q->wait_head != NULL && (q->inflight < q->depth || q->closed || q->broken)) {
         struct flash_read *r = q->wait_head;
         q->wait_head = r->next;
         if (q->wait_head == NULL) {
@@ -1280,6 +1350,8 @@ ring_refill(struct flash_ring *q)
         atomic_fetch_sub(&fl.ring_queued, 1);
         if (q->closed) {
             ring_finish(r, FLASH_READ_GONE);
+        } else if (q->broken) {
+            flash_read_submit(r);
         } else {
             ring_start(q, r);
         }
@@ -1300,16 +1372,7 @@ flash_ring_reap(struct flash_ring *q)
 bool
 flash_ring_busy(const struct flash_ring *q)
 {
-    return q->unsubmitted > 0 || io_uring_cq_ready(&q->ring) > 0;
-}
-
-void
-flash_ring_clear_fd(struct flash_ring *q)
-{
-    uint64_t ticks;
-
-    /* an eventfd's counter is read whole: one read clears it */
-    (void)!read(q->efd, &ticks, sizeof(ticks));
+    return q->npending > 0 || io_uring_cq_ready(&q->ring) > 0;
 }
 
 void
@@ -1319,12 +1382,14 @@ flash_ring_close(struct flash_ring *q)
 
     q->closed = true;
     ring_refill(q);             /* the waiting ones finish as misses */
-    for (int tries = 0; !flash_ring_flush(q) && tries < 100; tries++) {
+    for (int tries = 0; !flash_ring_flush(q); tries++) {
+        if (tries == 100) {
+            ring_break(q, -EAGAIN);     /* the I/O threads, or a miss after them */
+            break;
+        }
         sched_yield();          /* short of resources: the kernel gives them back */
     }
-    /* Reads the kernel still would not take are lost with the ring (their
-     * done() never runs): only at shutdown, with a kernel out of memory. */
-    while (q->inflight > q->unsubmitted) {
+    while (q->inflight > 0) {
         int rc = io_uring_wait_cqe(&q->ring, &cqe);
         if (rc == -EINTR) {
             continue;
@@ -1343,7 +1408,7 @@ flash_ring_free(struct flash_ring *q)
         return;
     }
     io_uring_queue_exit(&q->ring);
-    close(q->efd);
+    free(q->pending);
     free(q);
 }
 
@@ -1363,11 +1428,6 @@ flash_ring_busy(const struct flash_ring *q)
     return false;
 }
 
-void
-flash_ring_clear_fd(struct flash_ring *q)
-{
-    (void)q;
-}
 
 struct flash_ring {
     int unused;

@@ -23,6 +23,10 @@
 
 #include "flash.h"
 
+#ifdef HAVE_LIBURING
+#include <liburing.h>
+#endif
+
 #define SLAB  8192u
 #define NSLAB 4u
 
@@ -348,7 +352,6 @@ ring_turns(struct flash_ring *q, int n)
         if (atomic_load(&done_calls) < n && !flash_ring_busy(q)) {
             struct pollfd p = { .fd = flash_ring_fd(q), .events = POLLIN };
             (void)poll(&p, 1, 100);
-            flash_ring_clear_fd(q);
         }
     }
 }
@@ -363,11 +366,16 @@ START_TEST(test_ring_reads)
 #ifndef HAVE_LIBURING
     ck_assert_ptr_null(q);
     return;
-#endif
+#else
     if (q == NULL) {
+        /* Only where this process cannot have a ring at all. */
+        struct io_uring probe;
+        ck_assert_msg(io_uring_queue_init(2, &probe, 0) != 0,
+                      "io_uring works here, but flash_ring_open failed: %s", err);
         fprintf(stderr, "test_ring_reads: no io_uring here (%s): not tested\n", err);
         return;
     }
+#endif
     for (int i = 0; i < 4; i++) {
         loc[i] = put(20 + i, 1000);
     }
