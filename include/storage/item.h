@@ -558,6 +558,8 @@ struct item_dump {
     uint64_t   cas;
     uint32_t   vlen;            /* value bytes */
     size_t     total;           /* header + key + value */
+    uint32_t   flash_reads;     /* flash records read to find it (stubs keep
+                                   no key): blocking reads, on the caller */
 };
 
 /*

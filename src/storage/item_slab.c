@@ -412,6 +412,7 @@ item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
 {
     struct dump_ctx d = { .out = out };
 
+    out->flash_reads = 0;
     for (;;) {
         if (!walk_chunks(cur, classes, UINT32_MAX, dump_visit, &d)) {
             return false;
@@ -422,6 +423,7 @@ item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
         /* A flash item's key, from its record (no lock held: a device
          * read). Reclaimed meanwhile, or another key of the same hashes:
          * not listed, as a dump misses an item moved during the walk. */
+        out->flash_reads++;
         if (flash_read_key(&d.st.loc, out->nkey, out->vlen + 2, out->cas, out->key) &&
             hash_key(out->key, out->nkey) == d.st.hv &&
             item_key_fp(out->key, out->nkey) == d.st.fp) {
