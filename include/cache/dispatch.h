@@ -65,6 +65,7 @@ typedef enum dispatch_result {
  */
 struct dispatch_flash;
 struct flash_ring;
+/* f NULL: a read was prepared in flash_ring (on the worker), to be flushed. */
 typedef void (*dispatch_flash_notify_fn)(void *owner, struct dispatch_flash *f);
 void *dispatch_flash_finish(struct dispatch_flash *f);
 /* A link the notify function may use to queue f until then. */
@@ -130,6 +131,8 @@ struct dispatch_ctx {
         bool             meta;      /* metadump lines, else cachedump's */
         uint64_t         classes[4]; /* class ids to walk (bit set) */
         uint64_t         left;      /* cachedump limit; 0 = no limit */
+        bool             yield;     /* this turn's flash reads are spent:
+                                       the connection gives the worker back */
         struct item_cursor cur;
     } dump;
 };

@@ -108,9 +108,11 @@ answer(struct dispatch_ctx *d, bool noreply, const char *text)
 /* --- key dumps ------------------------------------------------------------- */
 
 #define DUMP_BATCH 256          /* items per turn of a dump */
-/* Flash items' keys read per turn: each is a blocking device read on the
- * worker (~0.1-0.2 ms cold), so a dump of flash items stalls the worker's
- * other connections for a few milliseconds a turn, not 256 reads' worth. */
+/* Flash items' keys read per turn of the connection: each is a blocking
+ * device read on the worker (0.1-0.2 ms cold), so a dump of flash items
+ * stalls the worker's other connections for a few milliseconds a turn
+ * (then ctx->dump.yield: the connection yields), not 256 reads' worth
+ * times the calls a turn makes. */
 #define DUMP_FLASH_READS 16
 
 dispatch_result_t
@@ -120,6 +122,7 @@ dispatch_dump_more(struct dispatch_ctx *d)
     char line[PROTO_KEY_MAX * 3 + 160];
     uint32_t reads = 0;
 
+    d->dump.yield = false;
     for (int n = 0; n < DUMP_BATCH && reads < DUMP_FLASH_READS && !dispatch_out_full(d); n++) {
         if (!item_dump_next(&d->dump.cur, d->dump.classes, &it)) {
             dispatch_reply(d, PROTO_RSP_END);
@@ -138,6 +141,7 @@ dispatch_dump_more(struct dispatch_ctx *d)
         }
         outq_add(d->out, line, len);
         reads += it.flash_reads;
+        d->dump.yield = reads >= DUMP_FLASH_READS;
         if (d->dump.left > 0 && --d->dump.left == 0) {
             dispatch_reply(d, PROTO_RSP_END);
             return DISPATCH_DONE;

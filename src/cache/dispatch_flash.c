@@ -187,6 +187,7 @@ dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
     }
     if (d->flash_ring != NULL) {
         flash_ring_submit(d->flash_ring, &f->rd);
+        d->flash_notify(d->flash_owner, NULL);  /* the ring's turn flushes it */
     } else {
         flash_read_submit(&f->rd);
     }

@@ -43,6 +43,7 @@ struct worker {
     struct flash_ring   *ring;      /* NULL: reads go to the I/O threads */
     struct event        *ring_ev;   /* its fd: reads finished later */
     struct event        *ring_retry; /* the kernel would not take reads yet */
+    struct event        *ring_turn; /* made active when there is ring work */
 };
 
 static struct worker   *workers;
@@ -64,23 +65,32 @@ static int worker_notify(struct worker *w, int value);
 static _Thread_local struct worker *self;
 
 /*
- * A flash read is done (on an I/O thread, or on the worker): queue it for
- * the worker whose connection asked, waking the loop when the queue was
- * empty, unless this is that worker and it has a ring: it answers them
- * at the end of this turn of its loop (worker_ring_turn).
+ * A flash read is done (on an I/O thread, or on the worker), or, f NULL,
+ * one was prepared in this worker's ring: queue it for the worker whose
+ * connection asked, waking the loop when the queue was empty. On the
+ * worker itself, with a ring, the ring's turn event is made active
+ * instead: it runs in this pass of the loop, after the callbacks already
+ * active, and flushes, reaps and answers (worker_ring_turn). Making an
+ * active event active again does nothing.
  */
 static void
 worker_flash_notify(void *owner, struct dispatch_flash *f)
 {
     struct worker *w = owner;
+    bool own = self == w && w->ring != NULL;
 
-    pthread_mutex_lock(&w->flash_lock);
-    bool wake = w->flash_done == NULL && !(self == w && w->ring != NULL);
-    *dispatch_flash_next(f) = w->flash_done;
-    w->flash_done = f;
-    pthread_mutex_unlock(&w->flash_lock);
-    if (wake) {
-        worker_notify(w, NOTIFY_FLASH);
+    if (f != NULL) {
+        pthread_mutex_lock(&w->flash_lock);
+        bool wake = w->flash_done == NULL && !own;
+        *dispatch_flash_next(f) = w->flash_done;
+        w->flash_done = f;
+        pthread_mutex_unlock(&w->flash_lock);
+        if (wake) {
+            worker_notify(w, NOTIFY_FLASH);
+        }
+    }
+    if (own) {
+        event_active(w->ring_turn, EV_TIMEOUT, 0);
     }
 }
 
@@ -113,13 +123,19 @@ worker_flash_pending(struct worker *w)
 }
 
 /*
- * After each turn of the loop: the reads the turn prepared go to the
- * kernel together, and every read finished is answered (those of records
- * in the page cache finished during the flush). Answering may prepare
- * more, or finish some at once (a connection resumes its input: a record
- * still in a write buffer is copied on the spot), so it goes on until
- * nothing is left to flush, reap or answer: the loop must not sleep with
- * reads the kernel has not got, or answers nobody will wake it for.
+ * The ring's turn, an event of its own (made active by every read
+ * prepared and every answer queued on the worker, by the ring's fd and by
+ * the retry timer): the reads prepared since the last turn go to the
+ * kernel together (a multi-get's, and those of the connections served
+ * in the same pass of the loop), and every read finished is answered
+ * (those of records in the page cache finished during the flush).
+ * Answering may prepare more, or finish some at once (a connection
+ * resumes its input: a record still in a write buffer is copied on the
+ * spot), so it goes on until nothing is left to flush, reap or answer:
+ * the loop must not sleep with reads the kernel has not got, or answers
+ * nobody will wake it for. An event rather than a step after each pass:
+ * a connection that yields stays active, and the pass would not end
+ * while it does (a dump, a long pipeline).
  */
 static void
 worker_ring_turn(struct worker *w)
@@ -137,15 +153,14 @@ worker_ring_turn(struct worker *w)
     } while (flushed && (flash_ring_busy(w->ring) || worker_flash_pending(w)));
 }
 
-/* The ring's descriptor turned readable (reads finished later), or a
- * refused flush's timer ran out: the turn after this wake-up reaps and
- * flushes. */
+/* The ring's turn event, its descriptor (reads finished later) or a
+ * refused flush's timer. */
 static void
 worker_on_ring(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    (void)arg;
+    worker_ring_turn(arg);
 }
 
 /*
@@ -216,14 +231,25 @@ workers_share_cpus(int nthreads)
     return CPU_COUNT(&set) < nthreads;
 }
 
+/* The kernel cancels a thread's reads when it exits: they are waited for
+ * on this thread and queued; worker_teardown answers them. */
+static void
+worker_ring_close(struct worker *w)
+{
+    if (w->ring != NULL) {
+        flash_ring_close(w->ring);
+    }
+}
+
 static void *
 worker_main(void *arg)
 {
     struct worker *w = arg;
 
     self = w;
-    if (!yield_between_batches && w->ring == NULL) {
+    if (!yield_between_batches) {
         event_base_loop(w->base, 0);
+        worker_ring_close(w);
         return NULL;
     }
     /* The turn is timed from its first connection callback, not from the
@@ -232,22 +258,12 @@ worker_main(void *arg)
         if (event_base_loop(w->base, EVLOOP_ONCE) != 0 || event_base_got_break(w->base)) {
             break;
         }
-        if (w->ring != NULL) {
-            worker_ring_turn(w);
-        }
-        if (!yield_between_batches) {
-            continue;
-        }
         uint64_t t0 = conn_turn_take();
         if (t0 != 0 && clock_mono_ns() - t0 >= YIELD_AFTER_NS) {
             sched_yield();
         }
     }
-    /* The kernel cancels a thread's reads when it exits: they are waited
-     * for and queued here; worker_teardown answers them. */
-    if (w->ring != NULL) {
-        flash_ring_close(w->ring);
-    }
+    worker_ring_close(w);
     return NULL;
 }
 
@@ -290,8 +306,9 @@ worker_ring_open(struct worker *w, char *err, size_t cap)
     w->ring_ev = event_new(w->base, flash_ring_fd(w->ring), EV_READ | EV_PERSIST,
                            worker_on_ring, w);
     w->ring_retry = evtimer_new(w->base, worker_on_ring, w);
-    return w->ring_ev != NULL && w->ring_retry != NULL && event_add(w->ring_ev, NULL) == 0
-           ? 0 : -1;
+    w->ring_turn = event_new(w->base, -1, 0, worker_on_ring, w);
+    return w->ring_ev != NULL && w->ring_retry != NULL && w->ring_turn != NULL &&
+           event_add(w->ring_ev, NULL) == 0 ? 0 : -1;
 }
 
 static int
@@ -390,6 +407,9 @@ worker_teardown(void)
         }
         if (w->ring_retry != NULL) {
             event_free(w->ring_retry);
+        }
+        if (w->ring_turn != NULL) {
+            event_free(w->ring_turn);
         }
         flash_ring_free(w->ring);
         if (w->notify_ev != NULL) {

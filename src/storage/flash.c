@@ -1188,15 +1188,18 @@ flash_ring_open(uint32_t depth, char *err, size_t cap)
         free(q);
         return NULL;
     }
+    bool probed = false;
     rc = io_uring_queue_init(q->depth, &q->ring, 0);
     if (rc == 0) {
+        probed = true;
         rc = ring_probe(&q->ring);
         if (rc != 0) {
             io_uring_queue_exit(&q->ring);
         }
     }
     if (rc != 0) {
-        snprintf(err, cap, "io_uring: %s", strerror(-rc));
+        snprintf(err, cap, "io_uring: %s%s", probed ? "a no-op was refused: " : "",
+                 strerror(-rc));
         free(q->pending);
         free(q);
         return NULL;
@@ -1281,6 +1284,8 @@ ring_break(struct flash_ring *q, int rc)
 bool
 flash_ring_flush(struct flash_ring *q)
 {
+    /* a broken ring's queue keeps what it would not take: never again */
+    assert(!q->broken || q->npending == 0);
     while (q->npending > 0) {
         int rc = io_uring_submit(&q->ring);
         if (rc == -EINTR) {
@@ -1289,6 +1294,8 @@ flash_ring_flush(struct flash_ring *q)
         if (rc == -EAGAIN || rc == -EBUSY) {
             return false;
         }
+        /* 0 cannot be: the prepared reads are in the queue to be taken */
+        assert(rc != 0);
         if (rc <= 0) {
             ring_break(q, rc < 0 ? rc : -EIO);
             return true;

@@ -798,13 +798,41 @@ def io_uring_works():
     return True
 
 
+def no_ring(s):
+    """True (said) when the server has no io_uring, which is allowed only
+    where this process cannot set one up either, or a sandbox refuses
+    what goes through one (the server's line says "no-op")."""
+    out = s.output()
+    if "ext_io_uring:" not in out:
+        return False
+    line = [ln for ln in out.splitlines() if "ext_io_uring:" in ln][-1]
+    check(not io_uring_works() or "no-op" in line,
+          "this process can set up io_uring, the server said: %s" % line)
+    print("     SKIP the ring part: %s" % line)
+    return True
+
+
+def drop_page_cache(path):
+    """The file's pages leave the page cache: reads go to the device (and
+    finish after the flush that sent them)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 @test
 def reads_through_the_ring():
     """-o ext_io_uring (on by default): a worker reads flash through its
     own io_uring, counted in extstore_ring_reads. With a ring one read
     deep, one multi-get of 40 flash items, pipelined with RAM hits, queues
-    behind it and every value comes back exact and in order; with
-    ext_io_uring=0 the I/O threads read them and the ring counts none."""
+    behind it and every value comes back exact and in order; the file is
+    out of the page cache, so each read finishes after the flush that sent
+    it and wakes the worker through the ring's descriptor (a lost wake-up
+    hangs the test). With ext_io_uring=0 the I/O threads read them and the
+    ring counts none."""
     slabcache_only()
     keys = ["rg%d" % i for i in range(40)]
     vals = {k: value_for(k, 3) for k in keys}
@@ -813,11 +841,9 @@ def reads_through_the_ring():
             set_pipelined(c, list(vals.items()))
             push_to_flash(c, name)
             set_pipelined(c, [("ram1", b"one"), ("ram2", b"two")])
-            if name == "ring1" and "ext_io_uring:" in s.output():
-                check(not io_uring_works(),
-                      "this process can set up io_uring, the server said: %s" % s.output())
-                print("     SKIP the ring half: %s" % s.output().strip().splitlines()[-1])
+            if name == "ring1" and no_ring(s):
                 continue
+            drop_page_cache(os.path.join(_TMPDIR[0], name))
             before = c.stats()
             c.send(b"get ram1 " + " ".join(keys).encode() + b" ram2\r\nget ram2\r\n")
             want = b"VALUE ram1 0 3\r\none\r\n"
@@ -851,6 +877,8 @@ def ring_answer_made_while_answering():
     slabcache_only()
     keys = ["ra%04d" % i for i in range(2500)]
     with flash_server("answering") as s, s.client(timeout=10) as c:
+        if no_ring(s):
+            return
         set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
         wait_writer(c)
 
