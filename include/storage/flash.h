@@ -16,11 +16,12 @@
  *
  * A worker's event loop never waits for the device. Each worker may own
  * a read ring (io_uring, ext_io_uring): flash_ring_submit() prepares the
- * read on the worker itself, flash_ring_flush() hands the turn's reads to
- * the kernel together, and flash_ring_reap(), run by the worker after each
- * turn of its loop, calls done() on the worker. Without a ring, reads go through a small pool of I/O
- * threads (ext_threads): flash_read_submit() queues a request and the
- * pool calls done() on an I/O thread. Either way done() comes when the
+ * read on the worker itself, flash_ring_flush() hands the reads prepared
+ * since the last flush to the kernel together, and flash_ring_reap(), run
+ * by the worker (core/worker.c: the ring's turn), calls done() on the
+ * worker. Without a ring, reads go through a small pool of I/O threads
+ * (ext_threads): flash_read_submit() queues a request and the pool calls
+ * done() on an I/O thread. Either way done() comes when the
  * bytes are in, checked (key, CAS, length, checksum) and known valid;
  * records still in a write buffer are copied from memory. Storage never
  * touches sockets: done() is how the caller learns.
