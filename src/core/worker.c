@@ -42,8 +42,8 @@ struct worker {
     struct dispatch_flash *flash_done;
     struct flash_ring   *ring;      /* NULL: reads go to the I/O threads */
     struct event        *ring_ev;   /* its fd: reads finished later */
-    struct event        *ring_retry; /* the kernel would not take reads yet */
-    struct event        *ring_turn; /* made active when there is ring work */
+    struct event        *ring_turn; /* made active when there is ring work,
+                                       or timed: a refused flush's retry */
 };
 
 static struct worker   *workers;
@@ -146,15 +146,15 @@ worker_ring_turn(struct worker *w)
     do {
         flushed = flash_ring_flush(w->ring);
         if (!flushed) {
-            event_add(w->ring_retry, &retry);
+            event_add(w->ring_turn, &retry);
         }
         flash_ring_reap(w->ring);
         worker_flash_finish(w);
     } while (flushed && (flash_ring_busy(w->ring) || worker_flash_pending(w)));
 }
 
-/* The ring's turn event, its descriptor (reads finished later) or a
- * refused flush's timer. */
+/* The ring's turn event (made active, or its retry timer) or its
+ * descriptor (reads finished later). */
 static void
 worker_on_ring(evutil_socket_t fd, short what, void *arg)
 {
@@ -305,10 +305,9 @@ worker_ring_open(struct worker *w, char *err, size_t cap)
     }
     w->ring_ev = event_new(w->base, flash_ring_fd(w->ring), EV_READ | EV_PERSIST,
                            worker_on_ring, w);
-    w->ring_retry = evtimer_new(w->base, worker_on_ring, w);
-    w->ring_turn = event_new(w->base, -1, 0, worker_on_ring, w);
-    return w->ring_ev != NULL && w->ring_retry != NULL && w->ring_turn != NULL &&
-           event_add(w->ring_ev, NULL) == 0 ? 0 : -1;
+    w->ring_turn = evtimer_new(w->base, worker_on_ring, w);
+    return w->ring_ev != NULL && w->ring_turn != NULL && event_add(w->ring_ev, NULL) == 0
+           ? 0 : -1;
 }
 
 static int
@@ -389,6 +388,14 @@ worker_stop(void)
     }
 }
 
+static void
+worker_event_free(struct event *ev)
+{
+    if (ev != NULL) {
+        event_free(ev);
+    }
+}
+
 void
 worker_teardown(void)
 {
@@ -402,22 +409,11 @@ worker_teardown(void)
             worker_flash_finish(w);
         }
         conn_free_all(&w->conns);
-        if (w->ring_ev != NULL) {
-            event_free(w->ring_ev);
-        }
-        if (w->ring_retry != NULL) {
-            event_free(w->ring_retry);
-        }
-        if (w->ring_turn != NULL) {
-            event_free(w->ring_turn);
-        }
+        worker_event_free(w->ring_ev);
+        worker_event_free(w->ring_turn);
         flash_ring_free(w->ring);
-        if (w->notify_ev != NULL) {
-            event_free(w->notify_ev);
-        }
-        if (w->idle_ev != NULL) {
-            event_free(w->idle_ev);
-        }
+        worker_event_free(w->notify_ev);
+        worker_event_free(w->idle_ev);
         if (w->base != NULL) {
             event_base_free(w->base);
         }
