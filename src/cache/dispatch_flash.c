@@ -91,10 +91,47 @@ flash_read_done(struct flash_read *r)
 }
 
 /*
+ * Reads again soon (ext_recache_hot): one slot per record location, a
+ * location's tag written on a read and found by the next read of the same
+ * record while no read of another record has taken the slot: a window of
+ * about RECACHE_SLOTS flash reads. A key read twice in it is hot (under
+ * Zipf gets, most of the reads) and belongs in RAM; one read once in a
+ * while (uniform gets over a working set far larger than RAM) stays on
+ * flash, as copying each back would evict another value to flash for
+ * every read. Shared by the workers; a race between two of them loses or
+ * adds one copy back, never a value. 256 KB.
+ */
+#define RECACHE_SLOTS_LOG2 16
+static uint32_t recache_seen[1u << RECACHE_SLOTS_LOG2];
+
+static bool
+flash_read_again(const struct flash_loc *loc)
+{
+    /* A location names one record until its flash slab is reused, and the
+     * sequence number then differs. splitmix64's finalizer spreads it. */
+    uint64_t h = ((uint64_t)loc->seq << 32) | loc->off;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    uint32_t *slot = &recache_seen[h >> (64 - RECACHE_SLOTS_LOG2)];
+    uint32_t tag = (uint32_t)h | 1u;    /* 0: an empty slot */
+
+    if (__atomic_load_n(slot, __ATOMIC_RELAXED) == tag) {
+        __atomic_store_n(slot, 0, __ATOMIC_RELAXED);
+        return true;
+    }
+    __atomic_store_n(slot, tag, __ATOMIC_RELAXED);
+    return false;
+}
+
+/*
  * ext_recache_rate: every Nth value read from flash by this worker is
- * copied back to RAM (memcached's rule), so a key read often does not
- * stay on the device. Allocation may evict (so, perhaps, write others to
- * flash): this runs on the worker, holding no lock.
+ * copied back to RAM (memcached's rule), and with ext_recache_hot every
+ * value read again soon, so a key read often does not stay on the device.
+ * Allocation may evict (so, perhaps, write others to flash): this runs on
+ * the worker, holding no lock.
  */
 static _Thread_local uint32_t reads_since_recache;
 
@@ -104,10 +141,17 @@ flash_recache(struct dispatch_flash *f)
     uint32_t rate = (uint32_t)__atomic_load_n(&settings.ext_recache_rate, __ATOMIC_RELAXED);
     struct item *it;
 
-    if (rate == 0 || ++reads_since_recache < rate) {
+    if (rate == 0) {
         return;
     }
-    reads_since_recache = 0;
+    bool nth = ++reads_since_recache >= rate;
+    bool hot = settings.ext_recache_hot && flash_read_again(&f->rd.loc);
+    if (!nth && !hot) {
+        return;
+    }
+    if (nth) {
+        reads_since_recache = 0;
+    }
     if (cache_alloc_nowait(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
         return;
     }

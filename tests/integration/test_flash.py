@@ -562,6 +562,44 @@ def flashed_item_recached_to_ram():
 
 
 @test
+def value_read_again_recached_to_ram():
+    """ext_recache_hot (default on): a value read from flash a second time
+    soon after the first is copied back to RAM, whatever ext_recache_rate's
+    count says; the third read is a RAM hit, exact, with the same unique.
+    ext_recache_hot=0: every read goes to flash (ext_recache_rate=0 turns
+    both off: flashed_item_recached_to_ram). (slabcache only.)"""
+    slabcache_only()
+    a, b = value_for("hk", 1), value_for("hk2", 1)
+    with flash_server("hot", more="ext_recache_rate=1000000") as s, \
+            s.client(timeout=10) as c:
+        eq(c.stats("settings").get("ext_recache_hot"), "yes", "stats settings")
+        set_pipelined(c, [("hk", a), ("hk2", b)])
+        push_to_flash(c, "1")
+        before = stat(c, "recache_from_extstore")
+        v1, d1 = get_counting(c, "hk")
+        eq((v1, d1), (a, 1), "first read, from flash")
+        eq(stat(c, "recache_from_extstore"), before, "a first read stays on flash")
+        v2, d2 = get_counting(c, "hk2")
+        eq((v2, d2), (b, 1), "another key's first read, from flash")
+        g1 = c.gets("hk")
+        eq(g1[0], a, "second read, from flash")
+        eq(stat(c, "recache_from_extstore"), before + 1, "read again: copied back")
+        v3, d3 = get_counting(c, "hk")
+        eq((v3, d3), (a, 0), "third read, from RAM")
+        eq(c.gets("hk")[1], g1[1], "the unique is kept")
+        v4, d4 = get_counting(c, "hk2")
+        eq((v4, d4), (b, 1), "hk2's second read, from flash")
+    with flash_server("nohot", more="ext_recache_rate=1000000,ext_recache_hot=0") as s, \
+            s.client(timeout=10) as c:
+        eq(c.stats("settings").get("ext_recache_hot"), "no", "stats settings")
+        set_pipelined(c, [("hk", a)])
+        push_to_flash(c, "1")
+        for i in range(3):
+            eq(get_counting(c, "hk"), (a, 1), "read %d with ext_recache_hot=0" % i)
+        eq(stat(c, "recache_from_extstore"), 0, "nothing copied back")
+
+
+@test
 def read_item_outlives_flash_wrap():
     """A small file (8 flash slabs) wraps many times over; a key read
     between the bursts is written again before its flash slab is reclaimed
