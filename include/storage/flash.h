@@ -22,7 +22,7 @@
  * worker. Without a ring, reads go through a small pool of I/O threads
  * (ext_threads): flash_read_submit() queues a request and the pool calls
  * done() on an I/O thread. Either way done() comes when the
- * bytes are in, checked (key, CAS, length, checksum) and known valid;
+ * bytes are in, checked (key, length, checksum) and known valid;
  * records still in a write buffer are copied from memory. Storage never
  * touches sockets: done() is how the caller learns.
  *
@@ -165,7 +165,10 @@ typedef enum flash_read_status {
 
 /*
  * One read: the value (nbytes, with its "\r\n") of the record at loc,
- * which must be the one of this key and CAS, into dst. Filled in by the
+ * which must be the one of this key and length, into dst. A location
+ * names one record (it is written once, and checked still valid after the
+ * read), so the CAS is not asked of it: it is the stub's, which `md I`
+ * changes; cas is the caller's note of the stub read. Filled in by the
  * caller; status set before done() runs (on an I/O thread, or on the
  * ring's thread).
  */
@@ -180,7 +183,7 @@ struct flash_read {
     void              (*done)(struct flash_read *r);
     struct flash_read  *next;   /* the pool's or ring's queue; then the caller's */
     /* flash.c's own: where a device read puts the record's header and
-     * key (checked against key, nkey and cas), and the value (dst) */
+     * key (checked against key and nkey), and the value (dst) */
     struct iovec        iov[2];
     char                rec[24 + 255];
 };
@@ -225,11 +228,11 @@ void            flash_ring_free(struct flash_ring *q);
 /* The same read, done by the calling thread (unit tests, tools). */
 flash_read_status_t flash_read_sync(struct flash_read *r);
 /* The key (nkey bytes, into key) of the record at loc, if it is still
- * there and of this length and CAS: a blocking read of its header and
+ * there and of this length: a blocking read of its header and
  * key, for a dump (a stub keeps no key). No checksum: the caller compares
  * the key's hashes with the stub's. */
 bool            flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes,
-                               uint64_t cas, char *key);
+                               char *key);
 
 /* Seal the write buffer being filled and wait until everything queued is
  * written (tests; shutdown). */

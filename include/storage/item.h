@@ -363,7 +363,7 @@ bool          item_debug(const char *key, size_t nkey, struct item_debug *out);
 
 /*
  * A stub's read (flash.h): the record's location and what identifies it
- * (key, CAS, length), for a fetch that holds a reference to the stub and
+ * (key, length; the stub's CAS, kept for item_flash_promote), for a fetch that holds a reference to the stub and
  * found it by key (a stub keeps no key of its own). false for an item
  * that is not a stub.
  */

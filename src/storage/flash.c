@@ -945,7 +945,7 @@ wbuf_holding(uint32_t seq)
 static flash_read_status_t
 rec_check(const struct flash_read *r, const struct flash_rec *h, const char *key)
 {
-    if (h->nkey != r->nkey || h->nbytes != r->nbytes || h->cas != r->cas ||
+    if (h->nkey != r->nkey || h->nbytes != r->nbytes ||
         memcmp(key, r->key, r->nkey) != 0 || rec_crc(h, key, r->dst) != h->crc) {
         return FLASH_READ_BADCRC;
     }
@@ -1051,8 +1051,7 @@ flash_read_sync(struct flash_read *r)
 }
 
 bool
-flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes, uint64_t cas,
-               char *key)
+flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes, char *key)
 {
     struct flash_rec h;
     bool ok = false;
@@ -1077,7 +1076,7 @@ flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes, uint6
         } while (n < 0 && errno == EINTR);
         ok = n == (ssize_t)(sizeof(h) + nkey) && flash_loc_valid(loc);
     }
-    return ok && h.nkey == nkey && h.nbytes == nbytes && h.cas == cas;
+    return ok && h.nkey == nkey && h.nbytes == nbytes;
 }
 
 void

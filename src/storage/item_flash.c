@@ -278,12 +278,14 @@ item_flash_rewrite(const struct flash_rec_view *r, uint32_t budget)
     /* Found even if its slab was reclaimed since the writer copied it: the
      * copy is intact, and the stub is about to point elsewhere. */
     struct item *it = assoc_find(r->key, r->nkey, hv);
+    /* The stub points at this very record (a location names one); its
+     * CAS may have moved on since it was written (md I), and goes along. */
     if (it != NULL && item_is_flash(it) && (item_iflags(it) & ITEM_ACTIVE) &&
-        !item_is_stale_by_time(it, clock_now()) &&
-        item_cas(it) == r->cas && it->nbytes == r->nbytes) {
+        !item_is_stale_by_time(it, clock_now()) && it->nbytes == r->nbytes) {
         struct flash_loc at = item_flash_loc(it), moved;
         if (at.seq == r->loc.seq && at.off == r->loc.off &&
-            flash_append(r->key, r->nkey, r->value, r->nbytes, it->flags, r->cas, &moved)) {
+            flash_append(r->key, r->nkey, r->value, r->nbytes, it->flags, item_cas(it),
+                         &moved)) {
             memcpy(it->data, &moved, sizeof(moved));   /* struct item_stub's loc */
             wrote = len;
         }

@@ -424,7 +424,7 @@ item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
          * read). Reclaimed meanwhile, or another key of the same hashes:
          * not listed, as a dump misses an item moved during the walk. */
         out->flash_reads++;
-        if (flash_read_key(&d.st.loc, out->nkey, out->vlen + 2, out->cas, out->key) &&
+        if (flash_read_key(&d.st.loc, out->nkey, out->vlen + 2, out->key) &&
             hash_key(out->key, out->nkey) == d.st.hv &&
             item_key_fp(out->key, out->nkey) == d.st.fp) {
             return true;

@@ -701,6 +701,41 @@ def flashed_meta_get():
 
 
 @test
+def flashed_item_invalidated_is_served_stale():
+    """md I on a flash-resident item: it is marked stale with a new CAS and
+    still served: the next mg reads it from flash, wins the recache (W) and
+    sees it stale (X); a cas with the old unique is refused, one with the
+    latest stores. slabcache then answers as for a RAM item (X Z: stale, a
+    win already handed out); memcached's recache drops the mark and gives a
+    new CAS (soft_check). Until session 14 slabcache answered EN: the new
+    CAS made the record unreadable (its CAS was part of the read's check)."""
+    a = value_for("ik", 1)
+    with flash_server("stale") as s, s.client(timeout=10) as c:
+        set_pipelined(c, [("ik", a)])
+        push_to_flash(c, "1")
+        old = c.gets("ik")
+        eq(old and old[0], a, "gets of flashed ik")
+        eq(c.cmd("md ik I"), "HD", "md ik I")
+        for want in ("W", "Z"):
+            before = stat(c, "get_extstore")
+            c.send(b"mg ik v c\r\n")
+            line = c.read_line().decode()
+            m = re.fullmatch(r"VA 4096 c(\d+)((?: [WXZ])*)", line)
+            check(m, "mg ik v c after md I: %r" % line)
+            eq(c.read_exact(VALUE_SIZE + 2), a + b"\r\n", "stale value served")
+            flags, new = set(m.group(2).split()), int(m.group(1))
+            if want == "W":
+                eq(flags, {"X", "W"}, "first read after md I: %r" % line)
+                check(stat(c, "get_extstore") > before, "read from flash")
+                check(new != old[1], "md I gave a new cas (%d, %d)" % (new, old[1]))
+            else:
+                soft_check(flags == {"X", "Z"}, "second read, still stale: %r" % line)
+        eq(c.cas("ik", value_for("ik", 2), old[1]), "EXISTS", "cas, old unique")
+        eq(c.cas("ik", value_for("ik", 2), new), "STORED", "cas, latest unique")
+        eq(c.get("ik"), value_for("ik", 2), "value after cas")
+
+
+@test
 def flashed_gat():
     a = value_for("gk", 1)
     with flash_server("gat") as s, s.client(timeout=10) as c:
