@@ -29,7 +29,11 @@
 #define FX_POLICY_SETUP(name)         ((void)(name))
 #define FX_POLICY_TEARDOWN()          ((void)0)
 #include "item_fixture.h"
+#include "flash.h"
 #include "hash.h"
+/* White box: the stub's layout and fingerprint, to forge a collision
+ * (56 bits of hashes cannot be met by searching keys). */
+#include "item_int.h"
 
 /* --- clock ------------------------------------------------------------------------- */
 
@@ -1233,6 +1237,140 @@ START_TEST(test_lru_reclaims_flushed)
 END_TEST
 
 
+/* --- flash stubs: a fingerprint collision ------------------------------------------- */
+
+static char flash_dir[64];
+static char flash_file[96];
+
+static void
+setup_flash(void)
+{
+    char err[256];
+
+    snprintf(flash_dir, sizeof(flash_dir), "/tmp/sc_item_flash_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(flash_dir));
+    snprintf(flash_file, sizeof(flash_file), "%s/flash", flash_dir);
+    struct flash_options o = { .path = flash_file, .size = 8 * SLAB_SZ, .slab_size = SLAB_SZ,
+                               .wbufs = 4, .io_threads = 1, .min_value = 0,
+                               .rewrite_share = 0.25 };
+    ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_OK);
+    storage_up("lru", true);
+}
+
+static void
+teardown_flash(void)
+{
+    teardown_storage();
+    flash_teardown();
+    unlink(flash_file);
+    rmdir(flash_dir);
+}
+
+/* Store key = vlen bytes of c, then evict it to flash: its stub. */
+static void
+stash(const char *key, char c, size_t vlen)
+{
+    char val[VLEN_EVICT];
+    struct item *it;
+
+    memset(val, c, vlen);
+    ck_assert_int_eq(make_item(key, val, vlen, 0, 0, &it), ITEM_OK);
+    uint8_t cls = slab_cls_of(it);
+    ck_assert_int_eq(FX_STORE(it, ITEM_OP_SET, 0), ITEM_OK);
+    item_release(it);
+    ck_assert_uint_eq(item_clock_pull(cls, true, 1), 1);
+    it = get(key);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(item_is_flash(it));
+    item_release(it);
+}
+
+/* A key of other's length in the same hash bucket (the partition's and
+ * the bucket's bits of the hash, assoc.c: 16 at hashpower 16). */
+static void
+bucket_mate(const char *other, char *out, size_t cap)
+{
+    uint32_t want = hash_key(other, strlen(other)) & 0xfffff;
+
+    for (unsigned i = 0; i < (1u << 28); i++) {
+        snprintf(out, cap, "m%07x", i);
+        if (strlen(out) == strlen(other) && (hash_key(out, strlen(out)) & 0xfffff) == want &&
+            strcmp(out, other) != 0) {
+            return;
+        }
+    }
+    ck_abort_msg("no key shares %s's bucket", other);
+}
+
+/* Give key's stub the hashes of key2: what a 56-bit collision looks like. */
+static void
+forge_stub(const char *key, const char *key2)
+{
+    struct item *it = get(key);
+
+    ck_assert_ptr_nonnull(it);
+    ck_assert(item_is_flash(it));
+    struct item_stub st = item_stub_of(it);
+    st.hv = hash_key(key2, strlen(key2));
+    st.fp = item_key_fp(key2, strlen(key2));
+    memcpy(it->data, &st, sizeof(st));
+    item_release(it);
+}
+
+START_TEST(test_stub_false_match_is_never_served)
+{
+    char mate[16], dst[VLEN_EVICT + 2];
+    struct flash_read r;
+
+    stash("stubkey1", 'a', 600);
+    bucket_mate("stubkey1", mate, sizeof(mate));
+    forge_stub("stubkey1", mate);
+    /* The lookup matches the other key's stub by its hashes; the read
+     * finds another key in the record: a miss, never 'a' x 600. */
+    struct item *it = get(mate);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(item_is_flash(it));
+    memset(&r, 0, sizeof(r));
+    ck_assert(item_flash_read_init(it, mate, strlen(mate), &r));
+    item_release(it);
+    r.dst = dst;
+    ck_assert_int_eq(flash_read_sync(&r), FLASH_READ_BADCRC);
+    /* A store of the key itself takes the false match out of the chain:
+     * no older stub can answer for it after a later delete. */
+    ck_assert_int_eq(set(mate, "real"), ITEM_OK);
+    ck_assert_uint_eq(istats().curr_items, 1);
+    expect_value(mate, "real");
+    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL), ITEM_OK);
+    expect_absent(mate);
+    ck_assert_uint_eq(istats().curr_items, 0);
+}
+END_TEST
+
+START_TEST(test_stub_false_match_yields_to_the_key)
+{
+    char mate[16];
+
+    bucket_mate("stubkey2", mate, sizeof(mate));
+    ck_assert_int_eq(set(mate, "mine"), ITEM_OK);
+    stash("stubkey2", 'b', 600);
+    forge_stub("stubkey2", mate);
+    ck_assert_uint_eq(istats().curr_items, 2);
+    /* Both match mate: the item holding the key is the one found,
+     * whichever comes first in the chain. */
+    for (int i = 0; i < 3; i++) {
+        struct item *it = get(mate);
+        ck_assert_ptr_nonnull(it);
+        ck_assert(!item_is_flash(it));
+        assert_item_value(it, "mine");
+        item_release(it);
+    }
+    /* A delete takes every match: the stub does not come back as mate. */
+    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL), ITEM_OK);
+    expect_absent(mate);
+    ck_assert_uint_eq(istats().curr_items, 0);
+}
+END_TEST
+
 
 static Suite *
 item_suite(void)
@@ -1288,6 +1426,13 @@ item_suite(void)
     tcase_add_test(tx, test_flush_now_nocas);
     tcase_add_test(tx, test_flush_delayed_takes_effect);
     suite_add_tcase(s, tx);
+
+    TCase *tf = tcase_create("flash_stub");
+    tcase_add_checked_fixture(tf, setup_flash, teardown_flash);
+    tcase_set_timeout(tf, 30);
+    tcase_add_test(tf, test_stub_false_match_is_never_served);
+    tcase_add_test(tf, test_stub_false_match_yields_to_the_key);
+    suite_add_tcase(s, tf);
     return s;
 }
 
