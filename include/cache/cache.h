@@ -29,8 +29,9 @@
 item_status_t cache_alloc(const char *key, size_t nkey, uint32_t flags,
                           rel_time_t exptime, uint32_t vlen, struct item **out);
 /* The same, never waiting for the flash writer (an eviction may then drop
- * an item the writer has no room for): for work done on a worker's
- * behalf that should not stall its loop (copying a flash item back). */
+ * an item the writer has no room for), and a failure is not counted in
+ * outofmemory: for work done on a worker's behalf that should not stall
+ * its loop and may be given up (copying a flash item back). */
 item_status_t cache_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
                                  rel_time_t exptime, uint32_t vlen, struct item **out);
 

@@ -177,7 +177,7 @@ struct flash_read {
     char                key[256];
     uint8_t             nkey;
     uint32_t            nbytes;
-    uint64_t            cas;
+    uint64_t            cas;    /* not read by flash.c: the caller's note */
     char               *dst;
     flash_read_status_t status;
     void              (*done)(struct flash_read *r);

@@ -363,9 +363,10 @@ bool          item_debug(const char *key, size_t nkey, struct item_debug *out);
 
 /*
  * A stub's read (flash.h): the record's location and what identifies it
- * (key, length; the stub's CAS, kept for item_flash_promote), for a fetch that holds a reference to the stub and
- * found it by key (a stub keeps no key of its own). false for an item
- * that is not a stub.
+ * (key, length; and the stub's CAS, which item_flash_promote asks of the
+ * stub later), for a fetch that holds a reference to the stub and found
+ * it by key (a stub keeps no key of its own). false for an item that is
+ * not a stub.
  */
 struct flash_read;
 bool          item_flash_read_init(struct item *it, const char *key, size_t nkey,
@@ -396,13 +397,20 @@ void          item_flash_age_stop(void);
  * started or (UINT32_MAX) stopped as needed; -1 if it cannot start. */
 int           item_flash_age_set(uint32_t min_idle);
 /*
- * Copy a flash-resident item back to RAM (ext_recache_rate): fresh, filled
- * with its key and value, replaces the stub if the key still names the
- * stub of that CAS pointing at the record read (from), keeping CAS, flags
- * and TTL. ITEM_NOT_STORED if the
- * key changed meanwhile. Does not consume the caller's reference.
+ * Does key still name the stub of this CAS and value length pointing at
+ * loc? A look before item_flash_promote's allocation, which a copy made
+ * meanwhile (another read of the key) would waste.
  */
 struct flash_loc;
+bool          item_flash_is_at(const char *key, size_t nkey, uint64_t cas, uint32_t nbytes,
+                               const struct flash_loc *loc);
+/*
+ * Copy a flash-resident item back to RAM (ext_recache_rate,
+ * ext_recache_hot): fresh, filled with its key and value, replaces the
+ * stub if the key still names the stub of that CAS pointing at the record
+ * read (from), keeping CAS, flags and TTL. ITEM_NOT_STORED if the key
+ * changed meanwhile. Does not consume the caller's reference.
+ */
 item_status_t item_flash_promote(struct item *fresh, uint64_t cas,
                                  const struct flash_loc *from);
 

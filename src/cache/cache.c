@@ -115,7 +115,9 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
             break;
         }
     }
-    if (st == ITEM_NO_MEMORY) {
+    if (st == ITEM_NO_MEMORY && wait_flash) {
+        /* A copy back to RAM (nowait) is a best effort, not a refused
+         * store: not counted in outofmemory. */
         item_note_outofmemory(cls);
     } else if (st == ITEM_OK) {
         cache_note_low(cls);

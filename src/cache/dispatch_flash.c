@@ -22,6 +22,7 @@
  */
 #include "dispatch.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -102,7 +103,7 @@ flash_read_done(struct flash_read *r)
  * adds one copy back, never a value. 256 KB.
  */
 #define RECACHE_SLOTS_LOG2 16
-static uint32_t recache_seen[1u << RECACHE_SLOTS_LOG2];
+static _Atomic uint32_t recache_seen[1u << RECACHE_SLOTS_LOG2];
 
 static bool
 flash_read_again(const struct flash_loc *loc)
@@ -115,14 +116,14 @@ flash_read_again(const struct flash_loc *loc)
     h ^= h >> 27;
     h *= 0x94d049bb133111ebULL;
     h ^= h >> 31;
-    uint32_t *slot = &recache_seen[h >> (64 - RECACHE_SLOTS_LOG2)];
+    _Atomic uint32_t *slot = &recache_seen[h >> (64 - RECACHE_SLOTS_LOG2)];
     uint32_t tag = (uint32_t)h | 1u;    /* 0: an empty slot */
 
-    if (__atomic_load_n(slot, __ATOMIC_RELAXED) == tag) {
-        __atomic_store_n(slot, 0, __ATOMIC_RELAXED);
+    if (atomic_load_explicit(slot, memory_order_relaxed) == tag) {
+        atomic_store_explicit(slot, 0, memory_order_relaxed);
         return true;
     }
-    __atomic_store_n(slot, tag, __ATOMIC_RELAXED);
+    atomic_store_explicit(slot, tag, memory_order_relaxed);
     return false;
 }
 
@@ -151,6 +152,11 @@ flash_recache(struct dispatch_flash *f)
     }
     if (nth) {
         reads_since_recache = 0;
+    }
+    /* Another read of the key may have copied it back already (pipelined
+     * gets of one hot key): then the allocation would be for nothing. */
+    if (!item_flash_is_at(f->rd.key, f->rd.nkey, f->rd.cas, f->rd.nbytes, &f->rd.loc)) {
+        return;
     }
     if (cache_alloc_nowait(f->rd.key, f->rd.nkey, 0, 0, f->rd.nbytes - 2, &it) != ITEM_OK) {
         return;

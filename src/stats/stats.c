@@ -521,7 +521,6 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_fixed(emit, ctx, ext_age_fixed);
     emit_u64(emit, ctx, "ext_recache_rate",
              (uint64_t)__atomic_load_n(&settings.ext_recache_rate, __ATOMIC_RELAXED));
-    emit_str(emit, ctx, "ext_recache_hot", settings.ext_recache_hot ? "yes" : "no");
     emit_u64(emit, ctx, "ext_wbuf_size", (uint64_t)settings.ext_wbuf_size << 20);
     emit_u64(emit, ctx, "ext_compact_under", (uint64_t)settings.ext_compact_under);
     emit_fixed(emit, ctx, ext_compact_fixed);

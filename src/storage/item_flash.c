@@ -234,6 +234,19 @@ stub_points_at(struct item *old, uint64_t cas, uint32_t nbytes, const struct fla
     return at.seq == from->seq && at.off == from->off;
 }
 
+bool
+item_flash_is_at(const char *key, size_t nkey, uint64_t cas, uint32_t nbytes,
+                 const struct flash_loc *loc)
+{
+    uint32_t hv = hash_key(key, nkey);
+
+    assoc_lock(hv);
+    struct item *it = do_item_find(key, nkey, hv);
+    bool at = it != NULL && stub_points_at(it, cas, nbytes, loc);
+    assoc_unlock(hv);
+    return at;
+}
+
 item_status_t
 item_flash_promote(struct item *fresh, uint64_t cas, const struct flash_loc *from)
 {

@@ -604,22 +604,34 @@ def read_item_outlives_flash_wrap():
     """A small file (8 flash slabs) wraps many times over; a key read
     between the bursts is written again before its flash slab is reclaimed
     (extstore_compact_rescues), so it stays a hit, exact; with recache off
-    it is still read from flash, not RAM. (slabcache only: memcached
-    compacts by its own rules.)"""
+    it is still read from flash, not RAM. A key marked stale (md I: a new
+    CAS) is written again the same way and keeps its new CAS and its mark.
+    (slabcache only: memcached compacts by its own rules.)"""
     slabcache_only()
-    hot = value_for("hot", 1)
+    hot, stale = value_for("hot", 1), value_for("stale", 1)
     with flash_server("rescue", size="8m", more="ext_recache_rate=0") as s, \
             s.client(timeout=10) as c:
-        set_pipelined(c, [("hot", hot)])
+        set_pipelined(c, [("hot", hot), ("stale", stale)])
         push_to_flash(c, "0", n=3000)
+        eq(c.cmd("md stale I"), "HD", "md stale I")
+        cas = None
         for r in range(8):
             v, d = get_counting(c, "hot")
             eq(v, hot, "hot after %d wraps" % r)
             eq(d, 1, "hot read from flash")
+            before = stat(c, "get_extstore")
+            c.send(b"mg stale v c\r\n")
+            line = c.read_line().decode()
+            m = re.fullmatch(r"VA 4096 c(\d+) [WXZ ]+", line)
+            check(m and "X" in line.split(), "stale after %d wraps: %r" % (r, line))
+            eq(c.read_exact(VALUE_SIZE + 2), stale + b"\r\n", "stale's value")
+            eq(stat(c, "get_extstore") - before, 1, "stale read from flash")
+            cas = cas or m.group(1)
+            eq(m.group(1), cas, "stale's CAS kept through rewrites")
             push_to_flash(c, "w%d" % r, n=1500)
         st = c.stats()
         check(int(st["extstore_page_evictions"]) > 16, "the file wrapped")
-        check(int(st["extstore_compact_rescues"]) >= 4, "hot was written again")
+        check(int(st["extstore_compact_rescues"]) >= 8, "hot and stale were written again")
 
 
 @test
@@ -949,7 +961,10 @@ def ring_answer_made_while_answering():
     that had gone through the kernel)."""
     slabcache_only()
     keys = ["ra%04d" % i for i in range(2500)]
-    with flash_server("answering") as s, s.client(timeout=10) as c:
+    # ext_recache_hot=0: the rounds read the same keys again, which would
+    # otherwise be copied back to RAM after round 0 and never reach the ring
+    with flash_server("answering", more="ext_recache_hot=0") as s, \
+            s.client(timeout=10) as c:
         if no_ring(s):
             return
         set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
