@@ -131,8 +131,6 @@ struct dispatch_ctx {
         bool             meta;      /* metadump lines, else cachedump's */
         uint64_t         classes[4]; /* class ids to walk (bit set) */
         uint64_t         left;      /* cachedump limit; 0 = no limit */
-        bool             yield;     /* this turn's flash reads are spent:
-                                       the connection gives the worker back */
         struct item_cursor cur;
     } dump;
 };
@@ -166,6 +164,15 @@ void dispatch_ref_release(void *ref);
 void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
                           size_t nkey, uint64_t hit,
                           uint64_t miss, uint32_t send);
+/*
+ * A dump's line of a flash item (it->stub), composed once the read of its
+ * record brings its key back, and queued in order meanwhile (a waiting
+ * answer); nothing if the record is gone or is another key's.
+ */
+#define DISPATCH_DUMP_LINE_MAX (PROTO_KEY_MAX * 3 + 160)
+void dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it);
+/* A dump's line for it (metadump's if meta, else cachedump's). */
+size_t dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap);
 bool dispatch_ref_is_flash(void *ref);
 void dispatch_flash_release(void *ref);
 

@@ -178,6 +178,10 @@ struct flash_read {
     uint8_t             nkey;
     uint32_t            nbytes;
     uint64_t            cas;    /* not read by flash.c: the caller's note */
+    bool                key_only;   /* a dump's: the record's header and key
+                                       only, the key copied into key; no
+                                       value, so no checksum: the caller
+                                       checks the key (against hashes) */
     char               *dst;
     flash_read_status_t status;
     void              (*done)(struct flash_read *r);
@@ -227,12 +231,6 @@ void            flash_ring_close(struct flash_ring *q);
 void            flash_ring_free(struct flash_ring *q);
 /* The same read, done by the calling thread (unit tests, tools). */
 flash_read_status_t flash_read_sync(struct flash_read *r);
-/* The key (nkey bytes, into key) of the record at loc, if it is still
- * there and of this length: a blocking read of its header and
- * key, for a dump (a stub keeps no key). No checksum: the caller compares
- * the key's hashes with the stub's. */
-bool            flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes,
-                               char *key);
 
 /* Seal the write buffer being filled and wait until everything queued is
  * written (tests; shutdown). */

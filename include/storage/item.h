@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "flash.h"
 
 #define ITEM_LINKED  0x01       /* in the hash table */
 #define ITEM_FREE    0x02       /* on its class free list */
@@ -566,8 +567,12 @@ struct item_dump {
     uint64_t   cas;
     uint32_t   vlen;            /* value bytes */
     size_t     total;           /* header + key + value */
-    uint32_t   flash_reads;     /* flash records read to find it (stubs keep
-                                   no key): blocking reads, on the caller */
+    /* A flash item: its stub keeps no key, so key is not filled in (nkey
+     * is its length); item_dump_read_init() sets up the read of its
+     * record, item_dump_key_read() takes the key from it. */
+    bool       stub;
+    struct flash_loc loc;
+    uint32_t   hv, fp;          /* the key's hashes, which the stub keeps */
 };
 
 /*
@@ -577,6 +582,13 @@ struct item_dump {
  */
 bool          item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
                              struct item_dump *out);
+/* A stub's record read (flash.h: key_only, so dst is not written): the
+ * caller says how it is done (done, or flash_read_sync). */
+void          item_dump_read_init(const struct item_dump *d, struct flash_read *r);
+/* The read done: true, with d->key filled in, if it brought back the
+ * stub's key (a record reclaimed meanwhile, or another key of the same
+ * hashes: false, the item is not listed, as one moved during the walk). */
+bool          item_dump_key_read(struct item_dump *d, const struct flash_read *r);
 
 /*
  * Called for every live item evicted (by the CLOCK or with its slab), with

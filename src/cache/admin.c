@@ -108,40 +108,42 @@ answer(struct dispatch_ctx *d, bool noreply, const char *text)
 /* --- key dumps ------------------------------------------------------------- */
 
 #define DUMP_BATCH 256          /* items per turn of a dump */
-/* Flash items' keys read per turn of the connection: each is a blocking
- * device read on the worker (0.1-0.2 ms cold), so a dump of flash items
- * stalls the worker's other connections for a few milliseconds a turn
- * (then ctx->dump.yield: the connection yields), not 256 reads' worth
- * times the calls a turn makes. */
-#define DUMP_FLASH_READS 16
 
+size_t
+dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap)
+{
+    if (meta) {
+        return proto_compose_metadump(line, cap, it->key, it->nkey,
+                                      it->exptime ? (int64_t)clock_unix(it->exptime) : -1,
+                                      (uint64_t)clock_unix(it->time), it->cas,
+                                      it->fetched, it->cls, it->total);
+    }
+    return proto_compose_cachedump(line, cap, it->key, it->nkey, it->vlen,
+                                   it->exptime ? (uint64_t)clock_unix(it->exptime) : 0);
+}
+
+/*
+ * A flash item's key is in its record (its stub keeps none): its line is
+ * a waiting answer, written when the read brings the key back, through
+ * the worker's ring or the I/O threads as a get's value is; the walk goes
+ * on meanwhile, in order, bounded by the connection's output bound.
+ */
 dispatch_result_t
 dispatch_dump_more(struct dispatch_ctx *d)
 {
     struct item_dump it;
-    char line[PROTO_KEY_MAX * 3 + 160];
-    uint32_t reads = 0;
+    char line[DISPATCH_DUMP_LINE_MAX];
 
-    d->dump.yield = false;
-    for (int n = 0; n < DUMP_BATCH && reads < DUMP_FLASH_READS && !dispatch_out_full(d); n++) {
+    for (int n = 0; n < DUMP_BATCH && !dispatch_out_full(d); n++) {
         if (!item_dump_next(&d->dump.cur, d->dump.classes, &it)) {
             dispatch_reply(d, PROTO_RSP_END);
             return DISPATCH_DONE;
         }
-        size_t len;
-        if (d->dump.meta) {
-            len = proto_compose_metadump(line, sizeof(line), it.key, it.nkey,
-                                         it.exptime ? (int64_t)clock_unix(it.exptime) : -1,
-                                         (uint64_t)clock_unix(it.time), it.cas,
-                                         it.fetched, it.cls, it.total);
+        if (it.stub) {
+            dispatch_flash_dump(d, &it);
         } else {
-            len = proto_compose_cachedump(line, sizeof(line), it.key, it.nkey,
-                                          it.vlen, it.exptime ?
-                                          (uint64_t)clock_unix(it.exptime) : 0);
+            outq_add(d->out, line, dispatch_dump_line(&it, d->dump.meta, line, sizeof(line)));
         }
-        outq_add(d->out, line, len);
-        reads += it.flash_reads;
-        d->dump.yield = reads >= DUMP_FLASH_READS;
         if (d->dump.left > 0 && --d->dump.left == 0) {
             dispatch_reply(d, PROTO_RSP_END);
             return DISPATCH_DONE;

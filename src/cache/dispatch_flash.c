@@ -14,6 +14,10 @@
  * dispatch_flash_finish(): the answer becomes the hit, or the miss if the
  * record was gone or bad, and the connection writes again.
  *
+ * A dump's line of a flash item (dispatch_flash_dump) is a waiting answer
+ * the same way: its record's key is read (key only), and the line is
+ * composed when it is back.
+ *
  * The answer object is shared by the output queue (its reference, tagged
  * in the pointer's low bit) and the read in flight; both are released on
  * the worker thread, so a plain count suffices. A connection that closes
@@ -47,6 +51,8 @@ struct dispatch_flash {
     uint32_t                 nhdr;      /* the hit: buf[0, nhdr + send) */
     uint32_t                 send;
     uint32_t                 nmiss;     /* the miss: buf[nhdr + nbytes, +nmiss) */
+    struct item_dump        *dump;      /* a dump's line: its item; else NULL */
+    bool                     dump_meta;
     int                      refs;
     char                     buf[];
 };
@@ -69,6 +75,7 @@ static void
 flash_unref(struct dispatch_flash *f)
 {
     if (--f->refs == 0) {
+        free(f->dump);
         free(f);
     }
 }
@@ -168,11 +175,32 @@ flash_recache(struct dispatch_flash *f)
     item_release(it);
 }
 
+/* A dump's line: composed if the key came back, else nothing. */
+static void *
+flash_dump_finish(struct dispatch_flash *f)
+{
+    void *conn = NULL;
+
+    if (f->out != NULL) {
+        size_t len = 0;
+        if (item_dump_key_read(f->dump, &f->rd)) {
+            len = dispatch_dump_line(f->dump, f->dump_meta, f->buf, DISPATCH_DUMP_LINE_MAX);
+        }
+        outq_ready(f->out, f->seg, len);
+        conn = f->conn;
+    }
+    flash_unref(f);
+    return conn;
+}
+
 void *
 dispatch_flash_finish(struct dispatch_flash *f)
 {
     void *conn = NULL;
 
+    if (f->dump != NULL) {
+        return flash_dump_finish(f);
+    }
     if (f->rd.status == FLASH_READ_OK) {
         flash_recache(f);
     }
@@ -191,6 +219,48 @@ dispatch_flash_finish(struct dispatch_flash *f)
     }
     flash_unref(f);
     return conn;
+}
+
+/*
+ * Queue f as a waiting answer of n bytes (from f->buf) in d's output, its
+ * read to be done: false if the queue refused it (f freed).
+ */
+static bool
+flash_queue(struct dispatch_ctx *d, struct dispatch_flash *f, size_t n)
+{
+    f->rd.done = flash_read_done;
+    f->notify = d->flash_notify;
+    f->owner = d->flash_owner;
+    f->conn = d->flash_conn;
+    f->stats = d->stats;
+    f->out = d->out;
+    f->refs = 2;                    /* the queue's and the read's */
+    int64_t seg = outq_add_wait(d->out, f->buf, n, (void *)((uintptr_t)f | FLASH_REF_TAG));
+    if (seg < 0) {
+        free(f->dump);
+        free(f);                    /* released by the queue: refs 1 */
+        return false;
+    }
+    f->seg = (uint32_t)seg;
+    return true;
+}
+
+/* Start f's read: on the worker's ring, else on the I/O threads; with no
+ * event loop to come back to, here and now. */
+static void
+flash_submit(struct dispatch_ctx *d, struct dispatch_flash *f)
+{
+    if (f->notify == NULL) {
+        flash_read_sync(&f->rd);
+        (void)dispatch_flash_finish(f);
+        return;
+    }
+    if (d->flash_ring != NULL) {
+        flash_ring_submit(d->flash_ring, &f->rd);
+        d->flash_notify(d->flash_owner, NULL);  /* the ring's turn flushes it */
+    } else {
+        flash_read_submit(&f->rd);
+    }
 }
 
 void
@@ -212,33 +282,35 @@ dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
     memmove(f->buf + nhdr + f->rd.nbytes, f->buf + nhdr, nmiss);
     outq_rollback(d->out, hit);
     f->rd.dst = f->buf + nhdr;
-    f->rd.done = flash_read_done;
-    f->notify = d->flash_notify;
-    f->owner = d->flash_owner;
-    f->conn = d->flash_conn;
-    f->stats = d->stats;
     f->nhdr = (uint32_t)nhdr;
     f->send = send;
     f->nmiss = (uint32_t)nmiss;
-    f->out = d->out;
-    f->refs = 2;                    /* the queue's and the read's */
-    int64_t seg = outq_add_wait(d->out, f->buf, nhdr + (size_t)f->rd.nbytes + nmiss,
-                                (void *)((uintptr_t)f | FLASH_REF_TAG));
-    if (seg < 0) {
-        free(f);                    /* released by the queue: refs 1 */
-        return;
+    f->dump = NULL;
+    if (flash_queue(d, f, nhdr + (size_t)f->rd.nbytes + nmiss)) {
+        STATS_INCR(d->stats, get_extstore);
+        flash_submit(d, f);
     }
-    f->seg = (uint32_t)seg;
-    STATS_INCR(d->stats, get_extstore);
-    if (f->notify == NULL) {
-        flash_read_sync(&f->rd);    /* no event loop to come back to */
-        (void)dispatch_flash_finish(f);
-        return;
+}
+
+void
+dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it)
+{
+    struct dispatch_flash *f = malloc(sizeof(*f) + DISPATCH_DUMP_LINE_MAX);
+    struct item_dump *copy = malloc(sizeof(*copy));
+
+    if (f == NULL || copy == NULL) {
+        free(f);
+        free(copy);
+        return;                     /* not listed, as an item moved meanwhile */
     }
-    if (d->flash_ring != NULL) {
-        flash_ring_submit(d->flash_ring, &f->rd);
-        d->flash_notify(d->flash_owner, NULL);  /* the ring's turn flushes it */
-    } else {
-        flash_read_submit(&f->rd);
+    *copy = *it;
+    memset(&f->rd, 0, sizeof(f->rd));
+    item_dump_read_init(copy, &f->rd);
+    f->rd.dst = NULL;               /* key only */
+    f->nhdr = f->send = f->nmiss = 0;
+    f->dump = copy;
+    f->dump_meta = d->dump.meta;
+    if (flash_queue(d, f, DISPATCH_DUMP_LINE_MAX)) {
+        flash_submit(d, f);
     }
 }

@@ -779,13 +779,6 @@ conn_process(struct conn *c)
             }
             if (dispatch_dump_more(&c->d) == DISPATCH_DONE) {
                 c->state = CONN_CMD;
-            } else if (c->d.dump.yield) {
-                /* its blocking flash reads for this turn are spent */
-                c->d.dump.yield = false;
-                c->yielded = true;
-                STATS_INCR(c->stats, conn_yields);
-                event_active(c->ev_read, EV_READ, 0);
-                break;
             }
             continue;
         }

@@ -945,11 +945,23 @@ wbuf_holding(uint32_t seq)
 static flash_read_status_t
 rec_check(const struct flash_read *r, const struct flash_rec *h, const char *key)
 {
-    if (h->nkey != r->nkey || h->nbytes != r->nbytes ||
-        memcmp(key, r->key, r->nkey) != 0 || rec_crc(h, key, r->dst) != h->crc) {
+    if (h->nkey != r->nkey || h->nbytes != r->nbytes) {
+        return FLASH_READ_BADCRC;
+    }
+    if (r->key_only) {
+        return FLASH_READ_OK;       /* no value, no checksum: the caller's */
+    }
+    if (memcmp(key, r->key, r->nkey) != 0 || rec_crc(h, key, r->dst) != h->crc) {
         return FLASH_READ_BADCRC;
     }
     return FLASH_READ_OK;
+}
+
+/* Bytes a device read of r must bring back. */
+static size_t
+read_want(const struct flash_read *r)
+{
+    return sizeof(struct flash_rec) + r->nkey + (r->key_only ? 0 : r->nbytes);
 }
 
 /* A record still in a write buffer: 1 copied, 0 not buffered (lock held). */
@@ -957,24 +969,18 @@ static int
 read_buffered(struct flash_read *r)
 {
     struct wbuf *w = wbuf_holding(r->loc.seq);
-    uint64_t end = (uint64_t)r->loc.off + sizeof(struct flash_rec) + r->nkey + r->nbytes;
 
     if (w == NULL) {
         return 0;
     }
-    if (end > w->used) {
+    if ((uint64_t)r->loc.off + read_want(r) > w->used) {
         return -1;
     }
     memcpy(r->rec, w->mem + r->loc.off, sizeof(struct flash_rec) + r->nkey);
-    memcpy(r->dst, w->mem + r->loc.off + sizeof(struct flash_rec) + r->nkey, r->nbytes);
+    if (!r->key_only) {
+        memcpy(r->dst, w->mem + r->loc.off + sizeof(struct flash_rec) + r->nkey, r->nbytes);
+    }
     return 1;
-}
-
-/* Bytes a device read of r must bring back. */
-static size_t
-read_want(const struct flash_read *r)
-{
-    return sizeof(struct flash_rec) + r->nkey + r->nbytes;
 }
 
 /*
@@ -999,7 +1005,7 @@ read_start(struct flash_read *r, off_t *at)
         return FLASH_READ_BADCRC;
     }
     r->iov[0] = (struct iovec){ r->rec, sizeof(struct flash_rec) + r->nkey };
-    r->iov[1] = (struct iovec){ r->dst, r->nbytes };
+    r->iov[1] = (struct iovec){ r->dst, r->key_only ? 0 : r->nbytes };
     *at = (off_t)(r->loc.seq % fl.nslabs) * fl.slab_size + r->loc.off;
     return -1;
 }
@@ -1026,6 +1032,9 @@ read_finish(struct flash_read *r, flash_read_status_t st)
         struct flash_rec h;
         memcpy(&h, r->rec, sizeof(h));
         st = rec_check(r, &h, r->rec + sizeof(h));
+        if (st == FLASH_READ_OK && r->key_only) {
+            memcpy(r->key, r->rec + sizeof(h), r->nkey);
+        }
     }
     if (st == FLASH_READ_OK) {
         atomic_fetch_add(&fl.objects_read, 1);
@@ -1048,35 +1057,6 @@ flash_read_sync(struct flash_read *r)
         n = preadv(fl.fd, r->iov, 2, at);
     } while (n < 0 && errno == EINTR);
     return read_finish(r, read_device_done(r, n));
-}
-
-bool
-flash_read_key(const struct flash_loc *loc, uint8_t nkey, uint32_t nbytes, char *key)
-{
-    struct flash_rec h;
-    bool ok = false;
-
-    if (!flash_loc_valid(loc) || (uint64_t)loc->off + sizeof(h) + nkey > fl.slab_size) {
-        return false;
-    }
-    pthread_mutex_lock(&fl.lock);
-    struct wbuf *w = wbuf_holding(loc->seq);
-    if (w != NULL && (uint64_t)loc->off + sizeof(h) + nkey <= w->used) {
-        memcpy(&h, w->mem + loc->off, sizeof(h));
-        memcpy(key, w->mem + loc->off + sizeof(h), nkey);
-        ok = true;
-    }
-    pthread_mutex_unlock(&fl.lock);
-    if (w == NULL) {
-        struct iovec iov[2] = { { &h, sizeof(h) }, { key, nkey } };
-        off_t at = (off_t)(loc->seq % fl.nslabs) * fl.slab_size + loc->off;
-        ssize_t n;
-        do {
-            n = preadv(fl.fd, iov, 2, at);
-        } while (n < 0 && errno == EINTR);
-        ok = n == (ssize_t)(sizeof(h) + nkey) && flash_loc_valid(loc);
-    }
-    return ok && h.nkey == nkey && h.nbytes == nbytes;
 }
 
 void

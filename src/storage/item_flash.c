@@ -218,6 +218,7 @@ item_flash_read_init(struct item *it, const char *key, size_t nkey, struct flash
     memcpy(r->key, key, nkey);
     r->nbytes = it->nbytes;
     r->cas = item_cas(it);
+    r->key_only = false;
     return true;
 }
 

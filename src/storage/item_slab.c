@@ -6,6 +6,7 @@
  */
 #include "item.h"
 
+#include <assert.h>
 #include <sched.h>
 #include <string.h>
 
@@ -374,8 +375,6 @@ item_crawler_checked(uint8_t cls)
  * key: its record's location is noted, the key read after the lock. */
 struct dump_ctx {
     struct item_dump *out;
-    bool              stub;
-    struct item_stub  st;
 };
 
 static bool
@@ -388,12 +387,14 @@ dump_visit(struct item *it, uint32_t hv, uint8_t cls, rel_time_t now, void *ctx)
     if (item_is_dead(it, now)) {
         return false;
     }
-    d->stub = item_nkey(it) == 0 && item_is_flash(it);
-    if (d->stub) {
-        d->st = item_stub_of(it);
-    }
+    out->stub = item_nkey(it) == 0 && item_is_flash(it);
     out->nkey = item_key_len(it);
-    if (!d->stub) {
+    if (out->stub) {
+        struct item_stub st = item_stub_of(it);
+        out->loc = st.loc;
+        out->hv = st.hv;
+        out->fp = st.fp;
+    } else {
         memcpy(out->key, item_key(it), out->nkey);
     }
     out->cls = cls;
@@ -412,24 +413,29 @@ item_dump_next(struct item_cursor *cur, const uint64_t classes[4],
 {
     struct dump_ctx d = { .out = out };
 
-    out->flash_reads = 0;
-    for (;;) {
-        if (!walk_chunks(cur, classes, UINT32_MAX, dump_visit, &d)) {
-            return false;
-        }
-        if (!d.stub) {
-            return true;
-        }
-        /* A flash item's key, from its record (no lock held: a device
-         * read). Reclaimed meanwhile, or another key of the same hashes:
-         * not listed, as a dump misses an item moved during the walk. */
-        out->flash_reads++;
-        if (flash_read_key(&d.st.loc, out->nkey, out->vlen + 2, out->key) &&
-            hash_key(out->key, out->nkey) == d.st.hv &&
-            item_key_fp(out->key, out->nkey) == d.st.fp) {
-            return true;
-        }
+    return walk_chunks(cur, classes, UINT32_MAX, dump_visit, &d);
+}
+
+void
+item_dump_read_init(const struct item_dump *d, struct flash_read *r)
+{
+    assert(d->stub);
+    r->loc = d->loc;
+    r->nkey = d->nkey;
+    r->nbytes = d->vlen + 2;
+    r->cas = d->cas;
+    r->key_only = true;
+}
+
+bool
+item_dump_key_read(struct item_dump *d, const struct flash_read *r)
+{
+    if (r->status != FLASH_READ_OK || hash_key(r->key, r->nkey) != d->hv ||
+        item_key_fp(r->key, r->nkey) != d->fp) {
+        return false;
     }
+    memcpy(d->key, r->key, r->nkey);
+    return true;
 }
 
 uint64_t

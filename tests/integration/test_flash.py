@@ -952,6 +952,48 @@ def reads_through_the_ring():
 
 
 @test
+def metadump_reads_flash_keys_without_blocking():
+    """A dump's flash items: their keys come from their records, read as
+    a get's values are (the worker's ring, else the I/O threads), not by a
+    blocking read on the worker (until session 14): every key listed, the
+    reads counted in extstore_ring_reads with the ring (extstore_objects_read
+    either way), the lines in order before END and the answer pipelined
+    behind it, though thousands of waiting lines pass the output bound.
+    (slabcache only: memcached keeps its keys in RAM.)"""
+    slabcache_only()
+    keys = ["dk%04d" % i for i in range(600)]
+    for name, more in (("dumpring", ""), ("dumppool", "ext_io_uring=0")):
+        with flash_server(name, more=more) as s, s.client(timeout=20) as c:
+            set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
+            push_to_flash(c, "1")
+            drop_page_cache(os.path.join(_TMPDIR[0], name))
+            b = c.stats()
+            c.send(b"lru_crawler metadump all\r\nmn\r\n")
+            data = b""
+            while not data.endswith(b"END\r\nMN\r\n"):
+                chunk = c.sock.recv(1 << 20)
+                check(chunk, "connection closed mid-dump")
+                data += chunk
+            a = c.stats()
+            lines = data.split(b"\r\n")
+            check(all(ln.startswith(b"key=") for ln in lines[:-3]),
+                  "only key lines before END")
+            listed = set(re.findall(rb"key=(dk\d+) ", data))
+            eq(sorted(k for k in keys if k.encode() not in listed), [],
+               "%s: flash-resident keys missing from the dump" % name)
+            flashed = int(a["extstore_objects_used"])
+            check(flashed > len(keys), "%s: %d items on flash" % (name, flashed))
+            read = int(a["extstore_objects_read"]) - int(b["extstore_objects_read"])
+            check(read >= flashed, "%s: keys read from flash (%d of %d)" % (name, read, flashed))
+            ring = int(a["extstore_ring_reads"]) - int(b["extstore_ring_reads"])
+            if more:
+                eq(ring, 0, "no ring reads with ext_io_uring=0")
+            elif not no_ring(s):
+                check(ring >= len(keys), "%s: through the ring (%d)" % (name, ring))
+            check(s.alive(), "server alive")
+
+
+@test
 def ring_answer_made_while_answering():
     """A connection paused on its output bound by answers waiting for the
     ring (300 flash values, 1.2 MB) resumes while the worker answers them

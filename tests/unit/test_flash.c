@@ -195,6 +195,26 @@ put_on_file(int i)
     return loc;
 }
 
+/* A dump's read: the record's header and key only, the key copied out. */
+START_TEST(test_key_only_read)
+{
+    struct flash_loc loc = put(3, 1000);
+    struct flash_read r = { .loc = loc, .nkey = 2, .nbytes = 1000, .key_only = true };
+
+    ck_assert_int_eq(flash_read_sync(&r), FLASH_READ_OK);     /* from the buffer */
+    ck_assert_int_eq(memcmp(r.key, "k3", 2), 0);
+    loc = put_on_file(4);
+    struct flash_read f = { .loc = loc, .nkey = 2, .nbytes = 1000, .key_only = true };
+    ck_assert_int_eq(flash_read_sync(&f), FLASH_READ_OK);     /* from the file */
+    ck_assert_int_eq(memcmp(f.key, "k4", 2), 0);
+    f.nbytes = 999;                                           /* not this record */
+    ck_assert_int_eq(flash_read_sync(&f), FLASH_READ_BADCRC);
+    f.nbytes = 1000;
+    f.nkey = 3;
+    ck_assert_int_eq(flash_read_sync(&f), FLASH_READ_BADCRC);
+}
+END_TEST
+
 START_TEST(test_changed_bytes_fail_the_checksum)
 {
     char dst[4096];
@@ -460,6 +480,7 @@ flash_suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_buffered_record_reads_back);
     tcase_add_test(tc, test_written_record_reads_back_and_old_slabs_are_reclaimed);
+    tcase_add_test(tc, test_key_only_read);
     tcase_add_test(tc, test_changed_bytes_fail_the_checksum);
     tcase_add_test(tc, test_short_file_is_a_read_error);
     tcase_add_test(tc, test_record_larger_than_a_slab_is_refused);
