@@ -131,6 +131,8 @@ struct dispatch_ctx {
         bool             meta;      /* metadump lines, else cachedump's */
         uint64_t         classes[4]; /* class ids to walk (bit set) */
         uint64_t         left;      /* cachedump limit; 0 = no limit */
+        uint32_t         flash_held; /* lines of flash items queued, not
+                                       yet sent (dispatch_flash_dump) */
         struct item_cursor cur;
     } dump;
 };
@@ -167,9 +169,14 @@ void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *k
 /*
  * A dump's line of a flash item (it->stub), composed once the read of its
  * record brings its key back, and queued in order meanwhile (a waiting
- * answer); nothing if the record is gone or is another key's.
+ * answer); nothing if the record is gone or is another key's. Each holds
+ * about 2 KB of heap until sent, and its read may queue ahead of other
+ * workers' gets in the I/O threads' queue: a connection holds at most
+ * DISPATCH_DUMP_FLASH_MAX of them (dispatch_out_full), as many reads in
+ * flight as a dump's blocking reads once were per turn.
  */
 #define DISPATCH_DUMP_LINE_MAX (PROTO_KEY_MAX * 3 + 160)
+#define DISPATCH_DUMP_FLASH_MAX 16
 void dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it);
 /* A dump's line for it (metadump's if meta, else cachedump's). */
 size_t dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap);

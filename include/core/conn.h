@@ -8,8 +8,10 @@
  * slow reader leaves more than CONN_OUT_COPY_HIGH bytes of copied answers
  * (the copy buffer is reused only once everything is sent), CONN_OUT_HIGH
  * bytes in all (values queued by reference, which pin their items) or
- * CONN_OUT_SEGS pieces waiting. A connection that never reads thus holds
- * at most its 16 KB read buffer and a 64 KB copy buffer.
+ * CONN_OUT_SEGS pieces waiting, or DISPATCH_DUMP_FLASH_MAX lines of a
+ * dump's flash items (about 2 KB each until sent). A connection that never
+ * reads thus holds at most its 16 KB read buffer, a 64 KB copy buffer and
+ * those lines.
  */
 #ifndef SC_CONN_H
 #define SC_CONN_H

@@ -359,7 +359,8 @@ dispatch_out_full(const struct dispatch_ctx *d)
 {
     return outq_pending(d->out) > d->out_limit ||
            outq_copied(d->out) > d->out_copy_limit ||
-           outq_segments(d->out) > d->out_segs_limit;
+           outq_segments(d->out) > d->out_segs_limit ||
+           d->dump.flash_held >= DISPATCH_DUMP_FLASH_MAX;
 }
 
 /*

@@ -52,6 +52,7 @@ struct dispatch_flash {
     uint32_t                 send;
     uint32_t                 nmiss;     /* the miss: buf[nhdr + nbytes, +nmiss) */
     struct item_dump        *dump;      /* a dump's line: its item; else NULL */
+    uint32_t                *held;      /* a dump's: its connection's count */
     bool                     dump_meta;
     int                      refs;
     char                     buf[];
@@ -85,6 +86,9 @@ dispatch_flash_release(void *ref)
 {
     struct dispatch_flash *f = (struct dispatch_flash *)((uintptr_t)ref & ~FLASH_REF_TAG);
 
+    if (f->held != NULL) {
+        (*f->held)--;               /* sent, or the connection let go */
+    }
     f->out = NULL;
     flash_unref(f);
 }
@@ -286,6 +290,7 @@ dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *key,
     f->send = send;
     f->nmiss = (uint32_t)nmiss;
     f->dump = NULL;
+    f->held = NULL;
     if (flash_queue(d, f, nhdr + (size_t)f->rd.nbytes + nmiss)) {
         STATS_INCR(d->stats, get_extstore);
         flash_submit(d, f);
@@ -310,6 +315,8 @@ dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it)
     f->nhdr = f->send = f->nmiss = 0;
     f->dump = copy;
     f->dump_meta = d->dump.meta;
+    f->held = &d->dump.flash_held;
+    d->dump.flash_held++;           /* the queue's release counts it down */
     if (flash_queue(d, f, DISPATCH_DUMP_LINE_MAX)) {
         flash_submit(d, f);
     }

@@ -1036,7 +1036,9 @@ read_finish(struct flash_read *r, flash_read_status_t st)
             memcpy(r->key, r->rec + sizeof(h), r->nkey);
         }
     }
-    if (st == FLASH_READ_OK) {
+    /* A dump's key read is not an object read (memcached's dump reads
+     * nothing from extstore): extstore_objects_read stays gets' figure. */
+    if (st == FLASH_READ_OK && !r->key_only) {
         atomic_fetch_add(&fl.objects_read, 1);
         atomic_fetch_add(&fl.bytes_read, read_want(r));
     }
@@ -1054,7 +1056,7 @@ flash_read_sync(struct flash_read *r)
         return read_finish(r, (flash_read_status_t)st);
     }
     do {
-        n = preadv(fl.fd, r->iov, 2, at);
+        n = preadv(fl.fd, r->iov, r->key_only ? 1 : 2, at);
     } while (n < 0 && errno == EINTR);
     return read_finish(r, read_device_done(r, n));
 }
@@ -1223,7 +1225,7 @@ ring_start(struct flash_ring *q, struct flash_read *r)
     /* never NULL: fewer than depth reads are in, and the ring has depth slots */
     struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
     assert(sqe != NULL && q->npending < q->depth);
-    io_uring_prep_readv(sqe, fl.fd, r->iov, 2, (uint64_t)at);
+    io_uring_prep_readv(sqe, fl.fd, r->iov, r->key_only ? 1 : 2, (uint64_t)at);
     io_uring_sqe_set_data(sqe, r);
     q->pending[q->npending++] = r;
     q->inflight++;

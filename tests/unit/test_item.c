@@ -1371,6 +1371,43 @@ START_TEST(test_stub_false_match_yields_to_the_key)
 }
 END_TEST
 
+START_TEST(test_stub_dump_reads_its_key)
+{
+    struct item_cursor cur = { 0, 0 };
+    uint64_t classes[4] = { 0 };
+    uint8_t scls = item_stub_class();
+    struct item_dump d;
+    struct flash_read r;
+
+    stash("dumpkey1", 'c', 600);
+    classes[scls / 64] |= 1ull << (scls % 64);
+    ck_assert(item_dump_next(&cur, classes, &d));
+    ck_assert(d.stub);
+    ck_assert_uint_eq(d.nkey, 8);
+    memset(&r, 0, sizeof(r));
+    item_dump_read_init(&d, &r);
+    ck_assert_int_eq(flash_read_sync(&r), FLASH_READ_OK);
+    ck_assert(item_dump_key_read(&d, &r));
+    ck_assert_int_eq(memcmp(d.key, "dumpkey1", 8), 0);
+    /* A stub whose fingerprint is another key's (its hash is kept: the
+     * walk finds a stub through it): the key in its record is not the
+     * stub's, and is not listed. */
+    struct item *it = get("dumpkey1");
+    ck_assert_ptr_nonnull(it);
+    struct item_stub st = item_stub_of(it);
+    st.fp = item_key_fp("otherkey", 8);
+    memcpy(it->data, &st, sizeof(st));
+    item_release(it);
+    cur = (struct item_cursor){ 0, 0 };
+    ck_assert(item_dump_next(&cur, classes, &d));
+    ck_assert(d.stub);
+    memset(&r, 0, sizeof(r));
+    item_dump_read_init(&d, &r);
+    ck_assert_int_eq(flash_read_sync(&r), FLASH_READ_OK);
+    ck_assert(!item_dump_key_read(&d, &r));
+}
+END_TEST
+
 
 static Suite *
 item_suite(void)
@@ -1432,6 +1469,7 @@ item_suite(void)
     tcase_set_timeout(tf, 30);
     tcase_add_test(tf, test_stub_false_match_is_never_served);
     tcase_add_test(tf, test_stub_false_match_yields_to_the_key);
+    tcase_add_test(tf, test_stub_dump_reads_its_key);
     suite_add_tcase(s, tf);
     return s;
 }
