@@ -37,7 +37,8 @@ static void
 setup(void)
 {
     char err[256];
-    snprintf(dir, sizeof(dir), "/tmp/sc_flash_XXXXXX");
+    /* In the working directory: the build directory under make check. */
+    snprintf(dir, sizeof(dir), "sc_flash_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/flash", dir);
     struct flash_options o = {
@@ -121,10 +122,11 @@ START_TEST(test_bad_setup_refused)
     ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_EIO);
     ck_assert(strstr(err, "/nonexistent-dir/flash") != NULL);
     ck_assert(!flash_enabled());
-    o.path = "/tmp/sc_flash_small";
+    o.path = "sc_flash_small";
     o.size = SLAB;                  /* one slab: not a ring */
     ck_assert_int_eq(flash_setup(&o, err, sizeof(err)), FLASH_EINVAL);
     ck_assert(!flash_enabled());
+    unlink(o.path);
 }
 END_TEST
 

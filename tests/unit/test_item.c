@@ -1247,7 +1247,8 @@ setup_flash(void)
 {
     char err[256];
 
-    snprintf(flash_dir, sizeof(flash_dir), "/tmp/sc_item_flash_XXXXXX");
+    /* In the working directory: the build directory under make check. */
+    snprintf(flash_dir, sizeof(flash_dir), "sc_item_flash_XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(flash_dir));
     snprintf(flash_file, sizeof(flash_file), "%s/flash", flash_dir);
     struct flash_options o = { .path = flash_file, .size = 8 * SLAB_SZ, .slab_size = SLAB_SZ,
