@@ -964,6 +964,13 @@ read_want(const struct flash_read *r)
     return sizeof(struct flash_rec) + r->nkey + (r->key_only ? 0 : r->nbytes);
 }
 
+/* Its vectors: the header and key, then the value unless key_only. */
+static int
+read_niov(const struct flash_read *r)
+{
+    return r->key_only ? 1 : 2;
+}
+
 /* A record still in a write buffer: 1 copied, 0 not buffered (lock held). */
 static int
 read_buffered(struct flash_read *r)
@@ -1005,7 +1012,7 @@ read_start(struct flash_read *r, off_t *at)
         return FLASH_READ_BADCRC;
     }
     r->iov[0] = (struct iovec){ r->rec, sizeof(struct flash_rec) + r->nkey };
-    r->iov[1] = (struct iovec){ r->dst, r->key_only ? 0 : r->nbytes };
+    r->iov[1] = (struct iovec){ r->dst, r->nbytes };   /* unused if key_only */
     *at = (off_t)(r->loc.seq % fl.nslabs) * fl.slab_size + r->loc.off;
     return -1;
 }
@@ -1056,7 +1063,7 @@ flash_read_sync(struct flash_read *r)
         return read_finish(r, (flash_read_status_t)st);
     }
     do {
-        n = preadv(fl.fd, r->iov, r->key_only ? 1 : 2, at);
+        n = preadv(fl.fd, r->iov, read_niov(r), at);
     } while (n < 0 && errno == EINTR);
     return read_finish(r, read_device_done(r, n));
 }
@@ -1225,7 +1232,7 @@ ring_start(struct flash_ring *q, struct flash_read *r)
     /* never NULL: fewer than depth reads are in, and the ring has depth slots */
     struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
     assert(sqe != NULL && q->npending < q->depth);
-    io_uring_prep_readv(sqe, fl.fd, r->iov, r->key_only ? 1 : 2, (uint64_t)at);
+    io_uring_prep_readv(sqe, fl.fd, r->iov, read_niov(r), (uint64_t)at);
     io_uring_sqe_set_data(sqe, r);
     q->pending[q->npending++] = r;
     q->inflight++;
@@ -1407,6 +1414,10 @@ flash_ring_free(struct flash_ring *q)
 
 #else /* !HAVE_LIBURING */
 
+struct flash_ring {
+    int unused;
+};
+
 bool
 flash_ring_flush(struct flash_ring *q)
 {
@@ -1420,11 +1431,6 @@ flash_ring_busy(const struct flash_ring *q)
     (void)q;
     return false;
 }
-
-
-struct flash_ring {
-    int unused;
-};
 
 struct flash_ring *
 flash_ring_open(uint32_t depth, char *err, size_t cap)
