@@ -257,7 +257,9 @@ void            flash_sync(void);
     X(extstore_limit_maxbytes,   GAUGE)         \
     X(extstore_io_queue,         GAUGE)         \
     X(extstore_write_errors,     COUNT)         \
+    X(extstore_short_writes,     COUNT)         \
     X(extstore_read_errors,      COUNT)         \
+    X(extstore_short_reads,      COUNT)         \
     X(extstore_wbuf_full,        COUNT)         \
     X(extstore_writer_waits,     COUNT)         \
     X(extstore_objects_dropped,  COUNT)         \

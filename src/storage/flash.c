@@ -25,6 +25,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +40,38 @@
 
 #include "clock.h"
 #include "hash.h"
+#include "log.h"
 
 #define FLASH_CRC_SEED   0x5f1a5ca1u
 #define FLASH_ALIGN      8
 #define FLASH_WRITE_UNIT 4096       /* writes are rounded up to this */
 #define FLASH_IO_MAX     64
+#define FLASH_FAULT_LOG_MS 5000     /* one log line per kind of fault at most this often */
+
+/*
+ * The kinds of device fault, each counted and logged on its own: what the
+ * log line calls it. A truncated file reads short; a block overwritten
+ * underneath fails its record's checksum.
+ */
+#define FLASH_FAULTS(X)                                         \
+    X(FAULT_WRITE,       "a write to the flash file failed")    \
+    X(FAULT_WRITE_SHORT, "a write to the flash file came up short") \
+    X(FAULT_READ,        "a read of the flash file failed")     \
+    X(FAULT_READ_SHORT,  "a read of the flash file came up short (truncated?)") \
+    X(FAULT_BADCRC,      "a flash record failed its checksum (overwritten?)")
+
+enum flash_fault_kind {
+#define FAULT_ENUM(kind, text) kind,
+    FLASH_FAULTS(FAULT_ENUM)
+#undef FAULT_ENUM
+    FAULT_KINDS
+};
+
+struct flash_fault {
+    _Atomic uint64_t count;
+    _Atomic uint64_t logged_ms;     /* when last logged, + 1; 0: never */
+    _Atomic uint64_t count_logged;  /* count when last logged */
+};
 
 /* A record's header on flash; key and value follow. */
 struct flash_rec {
@@ -121,7 +149,8 @@ static struct {
     uint32_t           nio_want;
 
     struct flash_stats st;          /* counters: lock held */
-    _Atomic uint64_t   objects_read, bytes_read, read_errors, dropped;
+    struct flash_fault faults[FAULT_KINDS];
+    _Atomic uint64_t   objects_read, bytes_read, dropped;
     _Atomic uint64_t   ring_queued;     /* reads in the workers' rings */
     _Atomic uint64_t   ring_reads;      /* device reads through them */
     _Atomic int64_t    objects_used, bytes_used;
@@ -404,6 +433,51 @@ flash_set_rewrite_share(double share)
     atomic_store(&fl.rewrite_budget, (uint32_t)(share * fl.slab_size));
 }
 
+/* --- device faults ------------------------------------------------------------ */
+
+static const char *const fault_text[FAULT_KINDS] = {
+#define FAULT_TEXT(kind, text) text,
+    FLASH_FAULTS(FAULT_TEXT)
+#undef FAULT_TEXT
+};
+
+/*
+ * A device fault of this kind happened: count it, and log it with its
+ * errno text (err, 0: none) and what it hit, unless a line of this kind
+ * went out within FLASH_FAULT_LOG_MS: a dead device fails every I/O, and a
+ * line for each would flood the log. The line says how many of its kind
+ * came since the last one. Any thread; no lock.
+ */
+static void __attribute__((format(printf, 3, 4)))
+fault_note(enum flash_fault_kind kind, int err, const char *fmt, ...)
+{
+    struct flash_fault *f = &fl.faults[kind];
+    uint64_t n = atomic_fetch_add(&f->count, 1) + 1;
+    uint64_t now = clock_now_ms() + 1, last = atomic_load(&f->logged_ms);
+
+    if (last != 0 && now - last < FLASH_FAULT_LOG_MS) {
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&f->logged_ms, &last, now)) {
+        return;                 /* another thread logs this one */
+    }
+    uint64_t since = n - atomic_exchange(&f->count_logged, n);
+    char what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    log_error("flash: %s: %s: %s (%" PRIu64 " since the last such line, %" PRIu64
+              " in all; the records concerned are misses)", fault_text[kind], what,
+              err != 0 ? strerror(err) : "no error reported", since, n);
+}
+
+static uint64_t
+fault_count(enum flash_fault_kind kind)
+{
+    return atomic_load(&fl.faults[kind].count);
+}
+
 /* --- the log ---------------------------------------------------------------- */
 
 static inline struct flash_slot *
@@ -475,19 +549,25 @@ page_first(uint32_t seq, bool *starts)
     return (idx - idx % fl.page_slabs + fl.ahead_slabs) % fl.nslabs;
 }
 
-/* A slot's records die (lock held); true if it held any. */
+/*
+ * A slot's records die (lock held); true if it held any. Whatever state it
+ * was in, it is empty of records after: its next slab counts from zero
+ * (a failed slot keeps no count: slot_write_done).
+ */
 static bool
 slot_reclaim(struct flash_slot *s)
 {
-    if (!slot_live(s)) {
-        return false;
+    bool live = slot_live(s);
+
+    assert(live || (s->nobj == 0 && s->bytes == 0));
+    if (live) {
+        fl.records_live -= s->nobj;
+        fl.st.extstore_objects_evicted += s->nobj;
+        fl.st.extstore_bytes_evicted += s->bytes;
     }
-    fl.records_live -= s->nobj;
-    fl.st.extstore_objects_evicted += s->nobj;
-    fl.st.extstore_bytes_evicted += s->bytes;
     s->nobj = 0;
     s->bytes = 0;
-    return true;
+    return live;
 }
 
 /*
@@ -657,8 +737,6 @@ flash_append(const char *key, uint8_t nkey, const char *value, uint32_t nbytes,
     s->nobj++;
     s->bytes += len;
     fl.records_live++;
-    fl.st.extstore_objects_written++;
-    fl.st.extstore_bytes_written += len;
     pthread_mutex_unlock(&fl.lock);
     return true;
 }
@@ -678,6 +756,32 @@ flash_note_dropped(void)
 
 /* --- the writer -------------------------------------------------------------- */
 
+/*
+ * The device took slot s's slab whole (ok), or did not (lock held). Its
+ * records count as written only then; a slab the device refused is gone:
+ * its records are dropped (extstore_objects_dropped), no longer live, and
+ * the slot holds none, so nothing of it is read, offered or counted
+ * again. The next lap writes the slot afresh: writing resumes by itself
+ * once the device takes writes again.
+ */
+static void
+slot_write_done(struct flash_slot *s, uint32_t seq, bool ok)
+{
+    if (atomic_load(&s->seq) != seq) {
+        return;                 /* cannot be: slot_ready keeps it until written */
+    }
+    if (ok) {
+        fl.st.extstore_objects_written += s->nobj;
+        fl.st.extstore_bytes_written += s->bytes;
+    } else {
+        fl.records_live -= s->nobj;
+        atomic_fetch_add_explicit(&fl.dropped, s->nobj, memory_order_relaxed);
+        s->nobj = 0;
+        s->bytes = 0;
+    }
+    atomic_store_explicit(&s->state, ok ? SLOT_WRITTEN : SLOT_FAILED, memory_order_release);
+}
+
 static void
 writer_write(struct wbuf *w)
 {
@@ -686,6 +790,7 @@ writer_write(struct wbuf *w)
     off_t at = (off_t)(w->seq % fl.nslabs) * fl.slab_size;
     uint32_t expect = SLOT_BUFFERED;
     size_t done = 0;
+    int err = 0;
 
     if (len > fl.slab_size) {
         len = fl.slab_size;
@@ -694,26 +799,22 @@ writer_write(struct wbuf *w)
     atomic_compare_exchange_strong(&s->state, &expect, SLOT_WRITING);
     while (done < len) {
         ssize_t n = pwrite(fl.fd, w->mem + done, (size_t)(len - done), at + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
         if (n <= 0) {
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
+            err = n < 0 ? errno : 0;
             break;
         }
         done += (size_t)n;
     }
-    pthread_mutex_lock(&fl.lock);
-    if (atomic_load(&s->seq) == w->seq) {
-        atomic_store_explicit(&s->state, done == len ? SLOT_WRITTEN : SLOT_FAILED,
-                              memory_order_release);
-        if (done != len) {
-            fl.records_live -= s->nobj;
-            s->nobj = 0;
-        }
-    }
     if (done != len) {
-        fl.st.extstore_write_errors++;
+        fault_note(done == 0 ? FAULT_WRITE : FAULT_WRITE_SHORT, err,
+                   "flash slab %" PRIu32 ", %zu of %" PRIu64 " bytes at offset %lld written",
+                   w->seq, done, len, (long long)at);
     }
+    pthread_mutex_lock(&fl.lock);
+    slot_write_done(s, w->seq, done == len);
     w->seq = 0;                 /* free again */
     pthread_cond_broadcast(&fl.wcond);
     pthread_mutex_unlock(&fl.lock);
@@ -755,6 +856,33 @@ rescue_due(void)
     return NULL;
 }
 
+/* Read a written slab's bytes back into the scratch buffer; a device that
+ * fails or comes up short loses its records (they are not offered). */
+static bool
+rescue_read(uint32_t seq, uint32_t bytes, off_t at)
+{
+    size_t done = 0;
+    int err = 0;
+
+    while (done < bytes) {
+        ssize_t n = pread(fl.fd, fl.scratch + done, bytes - done, at + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            err = n < 0 ? errno : 0;
+            break;
+        }
+        done += (size_t)n;
+    }
+    if (done != bytes) {
+        fault_note(err != 0 ? FAULT_READ : FAULT_READ_SHORT, err,
+                   "flash slab %" PRIu32 " read back for rewriting, %zu of %" PRIu32
+                   " bytes at offset %lld", seq, done, bytes, (long long)at);
+    }
+    return done == bytes;
+}
+
 static void
 writer_rescue(void)
 {
@@ -769,7 +897,8 @@ writer_rescue(void)
         return;
     }
     off_t at = (off_t)(seq % fl.nslabs) * fl.slab_size;
-    bool copied = bytes > 0 && pread(fl.fd, fl.scratch, bytes, at) == (ssize_t)bytes;
+    assert(bytes <= fl.slab_size);  /* the scratch buffer's size: slot_write_done */
+    bool copied = bytes > 0 && rescue_read(seq, bytes, at);
     /* Copied: the slot may be reclaimed now, by this thread's own appends
      * of rewritten records too (each record's stub is checked to still
      * point at it before it moves). */
@@ -801,7 +930,10 @@ writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes)
         const char *key = fl.scratch + off + sizeof(h), *value = key + h.nkey;
         struct flash_rec_view v = { key, h.nkey, value, h.nbytes, h.flags, h.cas,
                                     { seq, off } };
-        if (rec_crc(&h, key, value) == h.crc) {
+        if (rec_crc(&h, key, value) != h.crc) {
+            fault_note(FAULT_BADCRC, 0, "flash slab %" PRIu32 " offset %" PRIu32
+                       " read back for rewriting", seq, off);
+        } else {
             uint32_t w = len <= budget ? fn(&v, budget) : 0;
             if (w > 0) {
                 budget -= w < budget ? w : budget;
@@ -1025,7 +1157,9 @@ read_device_done(const struct flash_read *r, ssize_t n)
         return FLASH_READ_GONE;     /* reclaimed while it was read */
     }
     if (n < 0 || (size_t)n != read_want(r)) {
-        atomic_fetch_add(&fl.read_errors, 1);
+        fault_note(n < 0 ? FAULT_READ : FAULT_READ_SHORT, n < 0 ? (int)-n : 0,
+                   "flash slab %" PRIu32 " offset %" PRIu32 ", %zd of %zu bytes read",
+                   r->loc.seq, r->loc.off, n < 0 ? (ssize_t)0 : n, read_want(r));
         return FLASH_READ_EIO;
     }
     return FLASH_READ_OK;
@@ -1039,6 +1173,10 @@ read_finish(struct flash_read *r, flash_read_status_t st)
         struct flash_rec h;
         memcpy(&h, r->rec, sizeof(h));
         st = rec_check(r, &h, r->rec + sizeof(h));
+        if (st == FLASH_READ_BADCRC) {
+            fault_note(FAULT_BADCRC, 0, "flash slab %" PRIu32 " offset %" PRIu32,
+                       r->loc.seq, r->loc.off);
+        }
         if (st == FLASH_READ_OK && r->key_only) {
             memcpy(r->key, r->rec + sizeof(h), r->nkey);
         }
@@ -1065,7 +1203,7 @@ flash_read_sync(struct flash_read *r)
     do {
         n = preadv(fl.fd, r->iov, read_niov(r), at);
     } while (n < 0 && errno == EINTR);
-    return read_finish(r, read_device_done(r, n));
+    return read_finish(r, read_device_done(r, n < 0 ? -errno : n));
 }
 
 void
@@ -1501,7 +1639,10 @@ flash_get_stats(struct flash_stats *out)
     out->extstore_pages_free = fl.nslabs / fl.page_slabs - used;
     out->extstore_objects_read = atomic_load(&fl.objects_read);
     out->extstore_bytes_read = atomic_load(&fl.bytes_read);
-    out->extstore_read_errors = atomic_load(&fl.read_errors);
+    out->extstore_write_errors = fault_count(FAULT_WRITE);
+    out->extstore_short_writes = fault_count(FAULT_WRITE_SHORT);
+    out->extstore_read_errors = fault_count(FAULT_READ);
+    out->extstore_short_reads = fault_count(FAULT_READ_SHORT);
     out->extstore_ring_reads = atomic_load(&fl.ring_reads);
     out->extstore_objects_dropped = atomic_load(&fl.dropped);
     int64_t ou = atomic_load(&fl.objects_used), bu = atomic_load(&fl.bytes_used);

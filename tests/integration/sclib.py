@@ -153,9 +153,10 @@ atexit.register(reap_all)
 class Server:
     """Start the server binary on a free port; stop() kills only its PID."""
 
-    def __init__(self, *args, binary=None, start_timeout=5.0):
+    def __init__(self, *args, binary=None, start_timeout=5.0, env=None):
         self.binary = binary or server_binary()
         self.args = list(args)
+        self.env = None if env is None else dict(os.environ, **env)
         self.port = None
         self.proc = None
         self.start_timeout = start_timeout
@@ -176,7 +177,8 @@ class Server:
             self.cmdline = cmd
             self._errf = tempfile.TemporaryFile()
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                         stdout=self._errf, stderr=self._errf)
+                                         stdout=self._errf, stderr=self._errf,
+                                         env=self.env)
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:

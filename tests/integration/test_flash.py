@@ -20,9 +20,9 @@ torn, stale or foreign value is caught byte for byte.
   - wrap: an 8 MB file takes 80 MB of writes; no wrong value;
   - options: ext_* tuning accepted and shown in `stats settings`; bad
     ext_path / refused ext_* options exit with one line (slabcache only);
-  - restart on the same file: everything misses (the file is a cache);
-  - faults (slabcache only): the file truncated under the server; a file
-    that cannot be written (/dev/full).
+  - restart on the same file: everything misses (the file is a cache).
+Device faults (failed, short or refused writes and reads, a file truncated
+or overwritten underneath) are test_flash_faults.py's.
 
 Against memcached (SLABCACHE=/usr/bin/memcached) the shared checks run too,
 with two adjustments, both because of memcached, not the behaviour tested:
@@ -335,7 +335,9 @@ def chained_values_beside_the_flash_tier():
         soft_check(small_hits >= 0.9 * n, "small values kept (flash): %d of %d"
                    % (small_hits, n))
         check(any(k in got for k, _ in big[-20:]), "the newest chained values are in RAM")
-        soft_check(stat(c, "extstore_objects_written") > 0, "small values written to flash")
+        # objects_used: records in the tier, in a write buffer too
+        # (objects_written counts those the device has taken)
+        soft_check(stat(c, "extstore_objects_used") > 0, "small values went to flash")
         eq(c.cmd("version").split()[0], "VERSION", "server alive")
 
 
@@ -1172,7 +1174,8 @@ def idle_items_written_by_age():
         moved = wait_until(lambda: items_in_classes_of(c, size) == 0, 15)
         soft_check(moved, "every value left RAM within 15 s (%d left)"
                    % items_in_classes_of(c, size))
-        soft_check(stat(c, "extstore_objects_written") >= n, "objects written")
+        # n x 20 KB fill no write buffer: in the tier, not yet on the device
+        soft_check(stat(c, "extstore_objects_used") >= n, "objects in the flash tier")
         for k in keys:
             v, d = get_counting(c, k)
             eq(v, value_for(k, 1, size), "value of " + k)
@@ -1488,61 +1491,6 @@ def restart_on_same_file_misses():
         push_to_flash(c, "2")
         expect_from_flash(c, "new", value_for("new", 2))
         eq(read_all(c, keys), {}, "old keys after new writes")
-
-
-# --------------------------------------------------------------------------
-# faults (slabcache only: memcached cannot open /dev/full at all,
-# "extstore open: Invalid argument")
-# --------------------------------------------------------------------------
-
-@test
-def fault_file_truncated():
-    slabcache_only()
-    keys = ["tr:%03d" % i for i in range(200)]
-    path = flash_path("truncate")
-    with Server("-m", RAM_MB, *ext_args(path)) as s, \
-            s.client(timeout=10) as c:
-        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
-        push_to_flash(c, "1")
-        expect_from_flash(c, keys[0], value_for(keys[0], 1))
-        set_pipelined(c, [("ram", b"small, in RAM")])
-        os.truncate(path, 0)
-        got = read_all(c, keys[1:])
-        for k, v in got.items():
-            eq(v, value_for(k, 1), "value of %s after truncate" % k)
-        print("     %d/%d flashed keys hit after truncate" % (len(got),
-                                                               len(keys) - 1))
-        check(len(got) < len(keys) - 1, "flashed keys miss after truncate")
-        st = c.stats()
-        errs = (int(st.get("extstore_read_errors", "0")) +
-                int(st.get("miss_from_extstore", "0")))
-        check(errs > 0, "extstore_read_errors or miss_from_extstore > 0")
-        eq(c.get("ram"), b"small, in RAM", "RAM item after truncate")
-        eq(c.set("more", b"ok"), "STORED")
-        eq(c.get("more"), b"ok", "serves after truncate")
-        check(s.alive(), "server alive")
-
-
-@test
-def fault_dev_full():
-    slabcache_only()
-    n = 6000
-    keys = ["df:%05d" % i for i in range(n)]
-    with Server("-m", RAM_MB, "-o", "ext_path=/dev/full:64m") as s, \
-            s.client(timeout=10) as c:
-        set_pipelined(c, [(k, value_for(k, 1)) for k in keys])
-        wait_writer(c)
-        got = read_all(c, keys)
-        for k, v in got.items():
-            eq(v, value_for(k, 1), "value of %s with /dev/full" % k)
-        st = c.stats()
-        print("     %d/%d hits, extstore_write_errors=%s"
-              % (len(got), n, st.get("extstore_write_errors")))
-        check(int(st.get("extstore_write_errors", "0")) > 0,
-              "extstore_write_errors > 0")
-        eq(c.set("small", b"x"), "STORED")
-        eq(c.get("small"), b"x", "serves from RAM")
-        check(s.alive(), "server alive")
 
 
 if __name__ == "__main__":
