@@ -1,8 +1,9 @@
 /*
  * admin_http.h -- the admin port (--admin-port, off by default): GET
  * /stats (every `stats` section as JSON), GET /metrics (Prometheus text)
- * and GET /health, served by libevent's evhttp on a thread of its own so
- * a slow or stalled scraper never holds a worker.
+ * and GET /health, served over HTTP/1.1 (heads parsed by protocol/http.c)
+ * on a thread and event base of its own so a slow or stalled scraper
+ * never holds a worker.
  */
 #ifndef SC_ADMIN_HTTP_H
 #define SC_ADMIN_HTTP_H

@@ -1,38 +1,165 @@
 /*
  * admin_http.c -- the admin port (admin_http.h).
  *
- * libevent's evhttp does the HTTP: parsing, limits on header and body
- * size (an oversized request is refused by evhttp itself), a timeout per
- * connection, keep-alive. This file only routes: three GET paths, 404 for
- * any other path, 405 for any other method. It runs on its own event base
- * and thread, so the request path never waits for it; what it serves is
- * rendered by the stats layer (stats_render_json, stats_render_prometheus)
- * from the same figures the `stats` command prints.
+ * A small HTTP/1.1 server on libevent bufferevents, on an event base and
+ * thread of its own, so the request path never waits for it. Request
+ * heads are parsed by protocol/http.c; this file routes three GET paths
+ * (404 for any other path, 405 for any other method) and answers with
+ * what the stats layer renders (stats_render_json,
+ * stats_render_prometheus) from the figures `stats` prints.
+ *
+ * A connection reads heads and answers them in order (pipelining), each
+ * body (a Content-Length of at most ADMIN_BODY_MAX) read and dropped.
+ * Input is held, not read, while ADMIN_OUT_MAX bytes of answers wait to be
+ * sent or ADMIN_HEAD_MAX bytes of a head wait to end, so a connection
+ * holds at most about their sum. An idle or stalled connection is closed
+ * after ADMIN_TIMEOUT_S.
+ *
+ * An answer that ends the connection (an unframed or refused request,
+ * Connection: close, HTTP/1.0) is followed by a lingering close: once it
+ * is sent the write side is shut (FIN) and whatever the client still
+ * sends is read and dropped until it closes, for at most ADMIN_LINGER_MS
+ * and ADMIN_LINGER_BYTES. Closing a socket that has unread input makes
+ * the kernel reset the connection, and a client still sending its
+ * request (a 1 MB header) gets the reset instead of the answer. That is
+ * why this is not libevent's evhttp, which closes at once.
  */
 #include "admin_http.h"
 
+#include <netdb.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 
+#include "clock.h"
+#include "http.h"
 #include "log.h"
 #include "stats.h"
 
-#define ADMIN_HEADERS_MAX   8192    /* bytes of request line and headers */
-#define ADMIN_BODY_MAX      1024    /* a GET has none; others get their 405 */
-#define ADMIN_TIMEOUT_S     5       /* a stalled client is dropped */
+#define ADMIN_HEAD_MAX      HTTP_HEAD_MAX   /* bytes of request line and headers */
+#define ADMIN_BODY_MAX      1024            /* a GET has none: larger ones get 413 */
+#define ADMIN_OUT_MAX       (1u << 20)      /* answers queued before input waits */
+#define ADMIN_TIMEOUT_S     5               /* a stalled client is dropped */
+#define ADMIN_LINGER_MS     2000            /* input drained after a closing answer */
+#define ADMIN_LINGER_BYTES  (16u << 20)
+#define ADMIN_CONNS_MAX     256             /* more are closed as they come */
 
-static struct event_base *admin_base;
-static struct evhttp     *admin_http;
-static pthread_t          admin_thread;
-static struct event      *admin_stop_ev;
-static int                admin_stop_pipe[2] = { -1, -1 };
+struct admin_conn {
+    struct bufferevent *bev;
+    struct admin_conn  *prev, *next;    /* every connection: teardown frees them */
+    uint64_t            body_left;      /* bytes of a request body to drop */
+    bool                closing;        /* the last answer is queued */
+    bool                lingering;      /* it is sent and FIN too: drain */
+    bool                peer_done;      /* the client closed its side */
+    uint64_t            linger_bytes;
+    uint64_t            linger_until_ms;
+};
+
+static struct event_base     *admin_base;
+static struct evconnlistener *admin_listener;
+static pthread_t              admin_thread;
+static struct event          *admin_stop_ev;
+static int                    admin_stop_pipe[2] = { -1, -1 };
+static struct admin_conn     *admin_conns;
+static unsigned               admin_nconns;
+
+static void conn_read(struct bufferevent *bev, void *arg);
+
+/* --- connections ---------------------------------------------------------- */
+
+static void
+conn_free(struct admin_conn *c)
+{
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        admin_conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    admin_nconns--;
+    bufferevent_free(c->bev);
+    free(c);
+}
+
+/* The answer is sent: shut the write side and drain what still comes. */
+static void
+conn_linger(struct admin_conn *c)
+{
+    struct timeval tv = { ADMIN_LINGER_MS / 1000, (ADMIN_LINGER_MS % 1000) * 1000 };
+
+    if (c->peer_done) {
+        conn_free(c);
+        return;
+    }
+    c->lingering = true;
+    c->linger_until_ms = clock_now_ms() + ADMIN_LINGER_MS;
+    shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+    bufferevent_set_timeouts(c->bev, &tv, NULL);
+    bufferevent_enable(c->bev, EV_READ);
+    conn_read(c->bev, c);
+}
+
+/* Input after a closing answer: dropped, within the linger's bounds. */
+static void
+conn_drop_input(struct admin_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+
+    c->linger_bytes += evbuffer_get_length(in);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    if (c->lingering && (c->linger_bytes > ADMIN_LINGER_BYTES ||
+                         clock_now_ms() > c->linger_until_ms)) {
+        conn_free(c);
+    }
+}
+
+/* Queue an answer; `body` may be NULL (empty). HEAD gets the head alone. */
+static void
+conn_answer(struct admin_conn *c, int status, const char *type, struct evbuffer *body,
+            const char *extra, bool head_only, bool close)
+{
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    size_t blen = body != NULL ? evbuffer_get_length(body) : 0;
+    char head[512];
+    size_t n = http_compose_head(head, sizeof(head), status, type, blen, close, extra,
+                                 time(NULL));
+
+    evbuffer_add(out, head, n);
+    if (body != NULL && !head_only) {
+        evbuffer_add_buffer(out, body);
+    }
+    if (close) {
+        c->closing = true;
+    }
+}
+
+static void
+conn_answer_text(struct admin_conn *c, int status, const char *text, const char *extra,
+                 bool head_only, bool close)
+{
+    struct evbuffer *b = evbuffer_new();
+
+    if (b != NULL) {
+        evbuffer_add_printf(b, "%s\n", text);
+    }
+    conn_answer(c, b != NULL ? status : 500, "text/plain; charset=utf-8", b, extra,
+                head_only, close || b == NULL);
+    if (b != NULL) {
+        evbuffer_free(b);
+    }
+}
 
 static void
 append(void *ctx, const char *s, size_t n)
@@ -41,79 +168,172 @@ append(void *ctx, const char *s, size_t n)
 }
 
 static void
-reply(struct evhttp_request *req, int code, const char *reason,
-      const char *type, struct evbuffer *body)
-{
-    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-    evhttp_add_header(h, "Content-Type", type);
-    evhttp_add_header(h, "Cache-Control", "no-store");
-    /* HEAD: the headers alone (evhttp would send a body after them) */
-    evhttp_send_reply(req, code, reason,
-                      evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : body);
-}
-
-static void
-reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
+conn_rendered(struct admin_conn *c, const char *type, void (*render)(stats_write_fn, void *),
+              bool head_only, bool close)
 {
     struct evbuffer *b = evbuffer_new();
 
     if (b == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
-        return;
-    }
-    evbuffer_add_printf(b, "%s\n", text);
-    reply(req, code, reason, "text/plain; charset=utf-8", b);
-    evbuffer_free(b);
-}
-
-static void
-serve_rendered(struct evhttp_request *req, const char *type,
-               void (*render)(stats_write_fn, void *))
-{
-    struct evbuffer *b = evbuffer_new();
-
-    if (b == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, NULL);
+        conn_answer_text(c, 500, "out of memory", NULL, head_only, true);
         return;
     }
     render(append, b);
-    reply(req, HTTP_OK, "OK", type, b);
+    conn_answer(c, 200, type, b, NULL, head_only, close);
     evbuffer_free(b);
 }
 
-static void
-route(struct evhttp_request *req, void *arg)
+static bool
+path_is(const struct http_req *r, const char *p)
 {
-    (void)arg;
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+    return r->npath == strlen(p) && memcmp(r->path, p, r->npath) == 0;
+}
 
-    if (path == NULL) {
-        evhttp_send_error(req, HTTP_BADREQUEST, NULL);
+/* Answer one parsed request. */
+static void
+conn_serve(struct admin_conn *c, const struct http_req *r)
+{
+    bool head_only = r->method == HTTP_HEAD;
+    /* a chunked body's end is not looked for: the connection ends */
+    bool close = !r->keep_alive || r->chunked;
+
+    if (!r->chunked && r->content_length > ADMIN_BODY_MAX) {
+        conn_answer_text(c, 413, "request body too large", NULL, head_only, true);
         return;
     }
-    bool known = strcmp(path, "/stats") == 0 || strcmp(path, "/metrics") == 0 ||
-                 strcmp(path, "/health") == 0;
-    if (!known) {
-        reply_text(req, HTTP_NOTFOUND, "Not Found", "not found: /stats, /metrics, /health");
-        return;
-    }
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
-        reply_text(req, 405, "Method Not Allowed", "method not allowed: GET only");
-        return;
-    }
-    if (strcmp(path, "/stats") == 0) {
-        serve_rendered(req, "application/json", stats_render_json);
-    } else if (strcmp(path, "/metrics") == 0) {
-        serve_rendered(req, "text/plain; version=0.0.4; charset=utf-8",
-                       stats_render_prometheus);
+    c->body_left = r->chunked ? 0 : r->content_length;
+    bool stats = path_is(r, "/stats"), metrics = path_is(r, "/metrics");
+    if (!stats && !metrics && !path_is(r, "/health")) {
+        conn_answer_text(c, 404, "not found: /stats, /metrics, /health", NULL, head_only, close);
+    } else if (r->method == HTTP_OTHER) {
+        conn_answer_text(c, 405, "method not allowed: GET only", "Allow: GET, HEAD\r\n",
+                         false, close);
+    } else if (stats) {
+        conn_rendered(c, "application/json", stats_render_json, head_only, close);
+    } else if (metrics) {
+        conn_rendered(c, "text/plain; version=0.0.4; charset=utf-8", stats_render_prometheus,
+                      head_only, close);
     } else {
-        reply_text(req, HTTP_OK, "OK", "ok");
+        conn_answer_text(c, 200, "ok", NULL, head_only, close);
     }
 }
+
+/* Drop what is left of a request body; false while more is to come. */
+static bool
+conn_skip_body(struct admin_conn *c, struct evbuffer *in)
+{
+    size_t n = evbuffer_get_length(in);
+    size_t k = c->body_left < n ? (size_t)c->body_left : n;
+
+    evbuffer_drain(in, k);
+    c->body_left -= k;
+    return c->body_left == 0;
+}
+
+static void
+conn_read(struct bufferevent *bev, void *arg)
+{
+    struct admin_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+
+    if (c->closing) {
+        conn_drop_input(c);
+        return;
+    }
+    while (!c->closing && evbuffer_get_length(bufferevent_get_output(bev)) < ADMIN_OUT_MAX) {
+        if (!conn_skip_body(c, in)) {
+            return;
+        }
+        size_t n = evbuffer_get_length(in);
+        if (n == 0) {
+            return;
+        }
+        size_t look = n < ADMIN_HEAD_MAX ? n : ADMIN_HEAD_MAX;
+        const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
+        struct http_req req;
+        size_t used = 0;
+        http_parse_t st = p != NULL ? http_parse_head(p, n, &req, &used) : HTTP_PARSE_BAD;
+        if (st == HTTP_PARSE_MORE) {
+            return;
+        }
+        if (st != HTTP_PARSE_OK) {
+            conn_answer_text(c, http_parse_status(st), http_reason(http_parse_status(st)),
+                             NULL, false, true);
+            break;
+        }
+        evbuffer_drain(in, used);
+        conn_serve(c, &req);
+    }
+    if (c->closing) {
+        conn_drop_input(c);     /* the rest of a refused request */
+    }
+}
+
+/* Output sent (to the low watermark, 0): linger, or read what waited. */
+static void
+conn_written(struct bufferevent *bev, void *arg)
+{
+    struct admin_conn *c = arg;
+
+    if (c->closing) {
+        if (!c->lingering) {
+            conn_linger(c);
+        }
+        return;
+    }
+    if (c->peer_done) {
+        conn_free(c);
+        return;
+    }
+    conn_read(bev, c);
+}
+
+static void
+conn_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct admin_conn *c = arg;
+
+    (void)bev;
+    if ((what & BEV_EVENT_EOF) && !c->lingering &&
+        evbuffer_get_length(bufferevent_get_output(c->bev)) > 0) {
+        /* a client that shut its side after the request still gets the answer */
+        c->peer_done = true;
+        bufferevent_disable(c->bev, EV_READ);
+        return;
+    }
+    conn_free(c);               /* EOF, error, a timeout, or the linger ended */
+}
+
+static void
+admin_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+             void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)salen;
+    (void)arg;
+    struct admin_conn *c = admin_nconns < ADMIN_CONNS_MAX ? calloc(1, sizeof(*c)) : NULL;
+    struct timeval tv = { ADMIN_TIMEOUT_S, 0 };
+
+    if (c == NULL ||
+        (c->bev = bufferevent_socket_new(admin_base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+        free(c);
+        close(fd);
+        return;
+    }
+    c->next = admin_conns;
+    if (admin_conns != NULL) {
+        admin_conns->prev = c;
+    }
+    admin_conns = c;
+    admin_nconns++;
+    bufferevent_setcb(c->bev, conn_read, conn_written, conn_event, c);
+    /* input stops at a head's limit while answers or a head are pending */
+    bufferevent_setwatermark(c->bev, EV_READ, 0, ADMIN_HEAD_MAX + ADMIN_BODY_MAX);
+    bufferevent_set_timeouts(c->bev, &tv, &tv);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+/* --- the thread ------------------------------------------------------------- */
 
 static void
 admin_stop_cb(evutil_socket_t fd, short what, void *arg)
@@ -131,6 +351,27 @@ admin_main(void *arg)
     return NULL;
 }
 
+static struct evconnlistener *
+admin_listen(const char *addr, int port)
+{
+    struct addrinfo hints = { .ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *res, *ai;
+    struct evconnlistener *l = NULL;
+    char service[16];
+
+    snprintf(service, sizeof(service), "%d", port);
+    if (getaddrinfo(addr, service, &hints, &res) != 0) {
+        return NULL;
+    }
+    for (ai = res; ai != NULL && l == NULL; ai = ai->ai_next) {
+        l = evconnlistener_new_bind(admin_base, admin_accept, NULL,
+                                    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                    LEV_OPT_CLOSE_ON_EXEC, -1, ai->ai_addr,
+                                    (int)ai->ai_addrlen);
+    }
+    freeaddrinfo(res);
+    return l;
+}
+
 int
 admin_http_setup(const char *addr, int port)
 {
@@ -138,22 +379,11 @@ admin_http_setup(const char *addr, int port)
         return -1;              /* set up twice */
     }
     admin_base = event_base_new();
-    admin_http = admin_base != NULL ? evhttp_new(admin_base) : NULL;
-    if (admin_http == NULL) {
-        log_error("admin port: cannot create the HTTP server");
-        admin_http_teardown();
+    if (admin_base == NULL) {
+        log_error("admin port: cannot create its event base");
         return -1;
     }
-    evhttp_set_max_headers_size(admin_http, ADMIN_HEADERS_MAX);
-    evhttp_set_max_body_size(admin_http, ADMIN_BODY_MAX);
-    evhttp_set_timeout(admin_http, ADMIN_TIMEOUT_S);
-    /* Every method reaches route(), which answers 405 itself (evhttp's
-     * own answer to a method outside its list would be 501). */
-    evhttp_set_allowed_methods(admin_http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
-                               EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-                               EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
-    evhttp_set_gencb(admin_http, route, NULL);
-    if (evhttp_bind_socket(admin_http, addr, (ev_uint16_t)port) != 0) {
+    if ((admin_listener = admin_listen(addr, port)) == NULL) {
         log_error("admin port: cannot listen on %s:%d", addr, port);
         admin_http_teardown();
         return -1;
@@ -192,9 +422,12 @@ admin_http_teardown(void)
             admin_stop_pipe[i] = -1;
         }
     }
-    if (admin_http != NULL) {
-        evhttp_free(admin_http);
-        admin_http = NULL;
+    while (admin_conns != NULL) {
+        conn_free(admin_conns);
+    }
+    if (admin_listener != NULL) {
+        evconnlistener_free(admin_listener);
+        admin_listener = NULL;
     }
     if (admin_base != NULL) {
         event_base_free(admin_base);

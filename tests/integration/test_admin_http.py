@@ -2,8 +2,10 @@
 """The admin port (--admin-port): GET /stats as JSON, GET /metrics as
 Prometheus text (parsed by prometheus_client's own parser, and checked
 against prometheus/memcached_exporter's series for the same server),
-GET /health; 404, 405, oversized and stalled requests; counters move
-with traffic; the client port never waits for the admin port."""
+GET /health; 404, 405 (CONNECT too), 505 for HTTP versions other than
+1.0 and 1.1, oversized and stalled requests, a 1 MB header answered 431
+to a client that sends it all before reading (lingering close); counters
+move with traffic; the client port never waits for the admin port."""
 
 import http.client
 import json
@@ -179,6 +181,103 @@ def health_404_405_and_limits():
         r = c.getresponse()
         eq((r.status, r.read()), (200, b"ok\n"), "the next request on the connection")
         c.close()
+
+
+def raw(port, data, chunk=65536):
+    """Send data (in chunks, all of it, as a client that writes its whole
+    request before reading), then read the answer to EOF. (answer, error
+    while sending or None)."""
+    s = socket.create_connection((HOST, port), timeout=10)
+    err = None
+    try:
+        for i in range(0, len(data), chunk):
+            s.sendall(data[i:i + chunk])
+    except OSError as e:
+        err = e
+    out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            out += d
+    except OSError as e:
+        err = err or e
+    s.close()
+    return out, err
+
+
+def status_line(answer):
+    return answer.split(b"\r\n", 1)[0]
+
+
+@test
+def every_other_method_405_connect_too():
+    slabcache_only()
+    s, port = admin_server()
+    with s:
+        for method in ("POST", "PUT", "DELETE", "OPTIONS", "PATCH", "TRACE", "CONNECT",
+                       "PROPFIND"):
+            for path in ("/stats", "/metrics", "/health"):
+                out, _ = raw(port, b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                             % (method.encode(), path.encode()))
+                eq(status_line(out), b"HTTP/1.1 405 Method Not Allowed", method + " " + path)
+                check(b"\r\nAllow: GET, HEAD\r\n" in out, "Allow header for " + method)
+        out, _ = raw(port, b"CONNECT /nope HTTP/1.1\r\nConnection: close\r\n\r\n")
+        eq(status_line(out), b"HTTP/1.1 404 Not Found", "CONNECT to an unknown path")
+
+
+@test
+def versions_other_than_1_0_and_1_1_get_505():
+    slabcache_only()
+    s, port = admin_server()
+    with s:
+        for v in (b"HTTP/1.9", b"HTTP/2.0", b"HTTP/0.9", b"HTTP/3.0"):
+            out, _ = raw(port, b"GET /health %s\r\nHost: x\r\n\r\n" % v)
+            eq(status_line(out), b"HTTP/1.1 505 HTTP Version Not Supported", v.decode())
+            check(b"\r\nConnection: close\r\n" in out, "closed after 505")
+        out, _ = raw(port, b"GET /health HTTP/1.0\r\n\r\n")
+        eq(status_line(out), b"HTTP/1.1 200 OK", "HTTP/1.0")
+        eq(out.split(b"\r\n\r\n", 1)[1], b"ok\n", "HTTP/1.0 body, then closed")
+        out, _ = raw(port, b"GET /health\r\n\r\n")
+        eq(status_line(out), b"HTTP/1.1 400 Bad Request", "no version")
+
+
+@test
+def a_huge_header_is_answered_431_then_closed():
+    """A client that sends its whole 1 MB header before reading gets the
+    answer: the server reads and drops the rest of the request before it
+    closes (closing with unread input would reset the connection)."""
+    slabcache_only()
+    s, port = admin_server()
+    big = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
+    with s:
+        for i in range(5):
+            out, err = raw(port, big, chunk=4096 if i % 2 else 1 << 20)
+            eq(err, None, "sending a 1 MB header (try %d)" % i)
+            check(status_line(out) in (b"HTTP/1.1 431 Request Header Fields Too Large",
+                                       b"HTTP/1.1 400 Bad Request"),
+                  "1 MB header answered: %r" % out[:60])
+        c = http.client.HTTPConnection(HOST, port, timeout=10)
+        c.request("GET", "/stats", headers={"X-Big": "a" * (1 << 20)})
+        eq(c.getresponse().status, 431, "http.client's 1 MB header")
+        c.close()
+        # a client that goes on sending is closed within the linger's bound
+        t = socket.create_connection((HOST, port), timeout=10)
+        t.sendall(big[:20000])
+        t0 = time.monotonic()
+        closed = False
+        try:
+            while time.monotonic() - t0 < 8:
+                t.sendall(b"a" * 4096)
+                time.sleep(0.001)
+        except OSError:
+            closed = True
+        t.close()
+        check(closed and time.monotonic() - t0 < 6,
+              "a client still sending after its 431 was closed (%.1f s)"
+              % (time.monotonic() - t0))
+        eq(get(port, "/health")[0], 200, "still serving")
 
 
 @test
