@@ -436,6 +436,9 @@ main(int argc, char **argv)
         return EXIT_FAILURE;
     }
     signal(SIGPIPE, SIG_IGN);
+    /* a flash file past the file size limit (ulimit -f): EFBIG, a logged
+     * and counted device fault, not a killed server */
+    signal(SIGXFSZ, SIG_IGN);
     int storage_rc = storage_setup();
     if (storage_rc != 0) {
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;

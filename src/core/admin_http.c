@@ -13,7 +13,10 @@
  * Input is held, not read, while ADMIN_OUT_MAX bytes of answers wait to be
  * sent or ADMIN_HEAD_MAX bytes of a head wait to end, so a connection
  * holds at most about their sum. An idle or stalled connection is closed
- * after ADMIN_TIMEOUT_S.
+ * after ADMIN_TIMEOUT_S without a byte, and a head still unfinished
+ * ADMIN_HEAD_MS after its first byte is answered 408 (a client that
+ * trickles a byte at a time cannot hold a connection for ever); past
+ * ADMIN_CONNS_MAX connections a new one is answered 503.
  *
  * An answer that ends the connection (an unframed or refused request,
  * Connection: close, HTTP/1.0) is followed by a lingering close: once it
@@ -48,11 +51,12 @@
 
 #define ADMIN_HEAD_MAX      HTTP_HEAD_MAX   /* bytes of request line and headers */
 #define ADMIN_BODY_MAX      1024            /* a GET has none: larger ones get 413 */
-#define ADMIN_OUT_MAX       (1u << 20)      /* answers queued before input waits */
+#define ADMIN_OUT_MAX       (64u << 10)     /* answers queued before input waits */
 #define ADMIN_TIMEOUT_S     5               /* a stalled client is dropped */
+#define ADMIN_HEAD_MS       5000            /* a head must arrive within this */
 #define ADMIN_LINGER_MS     2000            /* input drained after a closing answer */
 #define ADMIN_LINGER_BYTES  (16u << 20)
-#define ADMIN_CONNS_MAX     256             /* more are closed as they come */
+#define ADMIN_CONNS_MAX     512             /* more are answered 503 and closed */
 
 struct admin_conn {
     struct bufferevent *bev;
@@ -61,6 +65,7 @@ struct admin_conn {
     bool                closing;        /* the last answer is queued */
     bool                lingering;      /* it is sent and FIN too: drain */
     bool                peer_done;      /* the client closed its side */
+    uint64_t            head_since_ms;  /* a head's first byte came (0: none) */
     uint64_t            linger_bytes;
     uint64_t            linger_until_ms;
 };
@@ -251,10 +256,18 @@ conn_read(struct bufferevent *bev, void *arg)
         const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)look);
         struct http_req req;
         size_t used = 0;
-        http_parse_t st = p != NULL ? http_parse_head(p, n, &req, &used) : HTTP_PARSE_BAD;
+        http_parse_t st = p != NULL ? http_parse_head(p, look, &req, &used) : HTTP_PARSE_BAD;
         if (st == HTTP_PARSE_MORE) {
+            uint64_t now = clock_now_ms();
+            if (c->head_since_ms == 0) {
+                c->head_since_ms = now;
+            } else if (now - c->head_since_ms > ADMIN_HEAD_MS) {
+                conn_answer_text(c, 408, http_reason(408), NULL, false, true);
+                break;
+            }
             return;
         }
+        c->head_since_ms = 0;
         if (st != HTTP_PARSE_OK) {
             conn_answer_text(c, http_parse_status(st), http_reason(http_parse_status(st)),
                              NULL, false, true);
@@ -280,11 +293,11 @@ conn_written(struct bufferevent *bev, void *arg)
         }
         return;
     }
-    if (c->peer_done) {
-        conn_free(c);
-        return;
+    conn_read(bev, c);          /* what waited for room, if any */
+    if (!c->closing && c->peer_done &&
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+        conn_free(c);           /* the client shut its side: all answered */
     }
-    conn_read(bev, c);
 }
 
 static void
@@ -311,7 +324,7 @@ admin_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, 
     (void)sa;
     (void)salen;
     (void)arg;
-    struct admin_conn *c = admin_nconns < ADMIN_CONNS_MAX ? calloc(1, sizeof(*c)) : NULL;
+    struct admin_conn *c = calloc(1, sizeof(*c));
     struct timeval tv = { ADMIN_TIMEOUT_S, 0 };
 
     if (c == NULL ||
@@ -320,6 +333,7 @@ admin_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, 
         close(fd);
         return;
     }
+    bool full = admin_nconns >= ADMIN_CONNS_MAX;
     c->next = admin_conns;
     if (admin_conns != NULL) {
         admin_conns->prev = c;
@@ -331,6 +345,9 @@ admin_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, 
     bufferevent_setwatermark(c->bev, EV_READ, 0, ADMIN_HEAD_MAX + ADMIN_BODY_MAX);
     bufferevent_set_timeouts(c->bev, &tv, &tv);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (full) {
+        conn_answer_text(c, 503, "too many admin connections", NULL, false, true);
+    }
 }
 
 /* --- the thread ------------------------------------------------------------- */

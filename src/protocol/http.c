@@ -274,6 +274,7 @@ http_reason(int status)
     case 414: return "URI Too Long";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default:  return "";
     }

@@ -452,15 +452,18 @@ static void __attribute__((format(printf, 3, 4)))
 fault_note(enum flash_fault_kind kind, int err, const char *fmt, ...)
 {
     struct flash_fault *f = &fl.faults[kind];
-    uint64_t n = atomic_fetch_add(&f->count, 1) + 1;
-    uint64_t now = clock_now_ms() + 1, last = atomic_load(&f->logged_ms);
 
-    if (last != 0 && now - last < FLASH_FAULT_LOG_MS) {
+    atomic_fetch_add(&f->count, 1);
+    uint64_t last = atomic_load(&f->logged_ms);
+    uint64_t now = clock_now_ms() + 1;
+    /* signed: another thread may have logged at a later `now` meanwhile */
+    if (last != 0 && (int64_t)(now - last) < FLASH_FAULT_LOG_MS) {
         return;
     }
     if (!atomic_compare_exchange_strong(&f->logged_ms, &last, now)) {
         return;                 /* another thread logs this one */
     }
+    uint64_t n = atomic_load(&f->count);
     uint64_t since = n - atomic_exchange(&f->count_logged, n);
     char what[160];
     va_list ap;
@@ -470,6 +473,15 @@ fault_note(enum flash_fault_kind kind, int err, const char *fmt, ...)
     log_error("flash: %s: %s: %s (%" PRIu64 " since the last such line, %" PRIu64
               " in all; the records concerned are misses)", fault_text[kind], what,
               err != 0 ? strerror(err) : "no error reported", since, n);
+}
+
+/* One rule for reads and writes: an I/O that moved nothing and reports an
+ * error failed; one that moved part (or ended without an error: a file
+ * shorter than asked) came up short. */
+static enum flash_fault_kind
+fault_kind(size_t done, int err, enum flash_fault_kind failed, enum flash_fault_kind short_)
+{
+    return done == 0 && err != 0 ? failed : short_;
 }
 
 static uint64_t
@@ -809,7 +821,7 @@ writer_write(struct wbuf *w)
         done += (size_t)n;
     }
     if (done != len) {
-        fault_note(done == 0 ? FAULT_WRITE : FAULT_WRITE_SHORT, err,
+        fault_note(fault_kind(done, err, FAULT_WRITE, FAULT_WRITE_SHORT), err,
                    "flash slab %" PRIu32 ", %zu of %" PRIu64 " bytes at offset %lld written",
                    w->seq, done, len, (long long)at);
     }
@@ -876,7 +888,7 @@ rescue_read(uint32_t seq, uint32_t bytes, off_t at)
         done += (size_t)n;
     }
     if (done != bytes) {
-        fault_note(err != 0 ? FAULT_READ : FAULT_READ_SHORT, err,
+        fault_note(fault_kind(done, err, FAULT_READ, FAULT_READ_SHORT), err,
                    "flash slab %" PRIu32 " read back for rewriting, %zu of %" PRIu32
                    " bytes at offset %lld", seq, done, bytes, (long long)at);
     }

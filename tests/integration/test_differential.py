@@ -126,7 +126,9 @@ SESSIONS = {
         b"gats 100 g\r\n",
         b"gat g\r\n", b"gat abc g\r\n", b"gat\r\n", b"gats 1\r\n",
         b"touch g 100\r\ntouch nokey 100\r\ntouch g abc\r\ntouch g\r\n",
-        b"touch g 1 2\r\n",
+        # an extra token (a TTL long enough not to expire between the two
+        # servers' runs of the next line, which are timed differently)
+        b"touch g 100 2\r\n",
         b"gat -1 g\r\nget g\r\n",
         b"set t 0 0 1\r\nt\r\ntouch t -1\r\nget t\r\n",
     ],

@@ -208,6 +208,24 @@ def wait_for(port, name, above, timeout=20.0):
         time.sleep(0.1)
 
 
+def write_faults(st):
+    return st.get("extstore_write_errors", 0) + st.get("extstore_short_writes", 0)
+
+
+def wait_settled(port, names, timeout=10.0):
+    """Poll until the sum of these stats stops moving (3 polls 0.2 s
+    apart): I/O that started before a fault was switched has ended."""
+    deadline = time.monotonic() + timeout
+    last, same = None, 0
+    while time.monotonic() < deadline and same < 3:
+        st = stats(port)
+        v = sum(st.get(n, 0) for n in names)
+        same = same + 1 if v == last else 0
+        last = v
+        time.sleep(0.2)
+    return stats(port)
+
+
 def log_lines(s, kind):
     return [ln for ln in s.output().splitlines() if TEXT[kind] in ln]
 
@@ -243,22 +261,25 @@ def write_fault(words, kind, errtext):
         load = Load(s.port).start()
         check(wait_for(s.port, "extstore_objects_written", 0) > 0, "written before the fault")
         f.set(words)
-        time.sleep(0.5)         # a write already past the shim finishes
-        before = stats(s.port)
+        # once a write has failed, one already past the shim has ended:
+        # from here every write fails
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and write_faults(stats(s.port)) == 0:
+            time.sleep(0.05)
+        before = wait_settled(s.port, ["extstore_objects_written"])
         time.sleep(2.5)
         during = stats(s.port)
         f.set("")
         eq(during["extstore_objects_written"], before["extstore_objects_written"],
            "records counted as written while every write failed")
-        check(during["extstore_write_errors"] + during["extstore_short_writes"] >= 3,
-              "write faults counted")
+        check(write_faults(during) >= 3, "write faults counted")
         check(during["extstore_objects_dropped"] > before["extstore_objects_dropped"],
               "records of failed writes counted as dropped")
         # writing resumes by itself; two laps of the file re-use every
         # slot a failed write left behind
-        time.sleep(0.5)         # a write that read the old setting ends
-        settled = stats(s.port)
-        errs = settled["extstore_write_errors"] + settled["extstore_short_writes"]
+        # a write that read the old setting ends
+        settled = wait_settled(s.port, ["extstore_write_errors", "extstore_short_writes"])
+        errs = write_faults(settled)
         lap = 2 * 16 * 1024 * 1024
         b0 = settled["extstore_bytes_written"]
         after = wait_for(s.port, "extstore_bytes_written", b0 + lap, timeout=40)
@@ -268,8 +289,7 @@ def write_fault(words, kind, errtext):
         load.stop()
         check(s.alive(), "server alive")
         st = stats(s.port)
-        check(st["extstore_write_errors"] + st["extstore_short_writes"] == errs,
-              "no write fault after the device recovered")
+        check(write_faults(st) == errs, "no write fault after the device recovered")
         check_logged(s, kind, errtext, time.monotonic() - t_start)
         print("     %d keys set, %d hits, %d misses; %d write faults, %d dropped"
               % (load.count(), load.hits, load.misses, errs,
@@ -433,15 +453,19 @@ def file_on_a_full_tmpfs():
             while errs == 0 and time.monotonic() < deadline:
                 time.sleep(0.2)
                 st = stats(s.port)
-                errs = st["extstore_write_errors"] + st["extstore_short_writes"]
+                errs = write_faults(st)
             check(errs > 0, "the full tmpfs refused a write")
-            b0 = st["extstore_bytes_written"]
+            b0, r0 = st["extstore_bytes_written"], st["extstore_objects_read"]
             # two laps more: the slots whose writes failed are written again
-            wait_for(s.port, "extstore_bytes_written", b0 + 32 * 1024 * 1024, timeout=40)
+            after = wait_for(s.port, "extstore_bytes_written", b0 + 32 * 1024 * 1024,
+                             timeout=40)
+            check(after > b0 + 32 * 1024 * 1024,
+                  "writing went on on the full tmpfs: %d bytes" % (after - b0))
+            check(wait_for(s.port, "extstore_objects_read", r0) > r0,
+                  "records on the tmpfs read back after the first refused write")
             load.stop()
             check(s.alive(), "server alive")
             st = stats(s.port)
-            check(st["extstore_objects_read"] > 0, "records on the tmpfs read back")
             lines = log_lines(s, "write") + log_lines(s, "write_short")
             check(any("No space left on device" in ln for ln in lines),
                   "ENOSPC logged: %s" % lines[:2])
@@ -450,7 +474,7 @@ def file_on_a_full_tmpfs():
                   "%d lines in %.0f s" % (len(lines), seconds))
             print("     %d hits, %d misses; %d write faults"
                   % (load.hits, load.misses,
-                     st["extstore_write_errors"] + st["extstore_short_writes"]))
+                     write_faults(st)))
     finally:
         subprocess.call(["umount", "-l", mnt])
 
