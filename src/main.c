@@ -444,7 +444,7 @@ main(int argc, char **argv)
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
-    stats_set_conn_figures(CONN_RBUF_INIT, reserved_fds());
+    stats_set_conn_figures(CONN_RBUF_SIZE, reserved_fds());
     logger_setup((uint32_t)settings.watcher_logbuf_kb * 1024);
     item_set_evict_hook(admin_evict_hook);
     if (crawler_setup(settings.lru_crawler) != 0) {

@@ -3,15 +3,25 @@
  *
  * Per readable event a connection does one read(), handles every complete
  * request in its buffer (at most -R of them, then yields to other
- * connections) and answers them with one write. Input is bounded by the
- * line limits of the protocol; output is bounded by pausing input while a
- * slow reader leaves more than CONN_OUT_COPY_HIGH bytes of copied answers
- * (the copy buffer is reused only once everything is sent), CONN_OUT_HIGH
- * bytes in all (values queued by reference, which pin their items) or
- * CONN_OUT_SEGS pieces waiting, or DISPATCH_DUMP_FLASH_MAX lines of a
- * dump's flash items (about 2 KB each until sent). A connection that never
- * reads thus holds at most its 16 KB read buffer, a 64 KB copy buffer and
- * those lines.
+ * connections) and answers them with one write.
+ *
+ * Memory. A connection waiting for its next command holds only its own
+ * struct (about 300 bytes) and, if part of a command has arrived, a copy
+ * of that part (at most CONN_STASH_MAX bytes). Everything else is lent by
+ * its worker while it works, as memcached lends read buffers: the read
+ * buffer (CONN_RBUF_SIZE) while unparsed input is in it, and the request
+ * in progress with its output queue until every answer is sent. Output
+ * is bounded by pausing input while more than CONN_OUT_HIGH bytes wait in
+ * all (values queued by reference, which pin their items), more than
+ * CONN_OUT_COPY_HIGH bytes of copied answers or CONN_OUT_SEGS pieces wait,
+ * or DISPATCH_DUMP_FLASH_MAX lines of a dump's flash items (about 2 KB
+ * each until sent); once the socket has refused part of what was sent (a
+ * client that reads slowly or not at all), the bounds are the _SLOW ones.
+ * A client that pipelines requests and never reads thus holds about its
+ * read buffer, 4 KB of copied answers and 1 KB of bookkeeping; the large
+ * bounds are reached only by answers held back while their own line is
+ * still arriving (a long multi-get: conn.c), or queued in one turn before
+ * the socket refused anything.
  */
 #ifndef SC_CONN_H
 #define SC_CONN_H
@@ -21,11 +31,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONN_RBUF_INIT  16384
-#define CONN_OUT_HIGH   (1024u * 1024)      /* queued bytes, references included */
-#define CONN_OUT_COPY_HIGH (32u * 1024)     /* copied bytes: the buffer doubles
-                                               past it to at most 64 KB */
-#define CONN_OUT_SEGS   2048                /* queued pieces (32 B each) */
+#define CONN_RBUF_SIZE      8192
+#define CONN_OUT_HIGH       (1024u * 1024)  /* queued bytes, references included */
+#define CONN_OUT_COPY_HIGH  (32u * 1024)    /* copied bytes */
+#define CONN_OUT_SEGS       2048            /* queued pieces (40 B each) */
+#define CONN_OUT_SLOW       (64u * 1024)    /* the same, once the socket refused */
+#define CONN_OUT_COPY_SLOW  (2u * 1024)
+#define CONN_OUT_SEGS_SLOW  256
 
 struct conn;
 struct event_base;
@@ -56,8 +68,12 @@ void         conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *o
                             struct flash_ring *ring);
 /* An answer it waited for is ready: write (and read on) as after an event. */
 void         conn_kick(struct conn *c);
-/* Free every connection on the list (worker shutdown). */
+/* Free every connection on the list (worker shutdown), and the calling
+ * thread's spare buffers (conn_pool_drain). */
 void         conn_free_all(struct conn_list *list);
+/* Free the calling thread's spare read buffers and request contexts (a
+ * worker, as its loop ends). */
+void         conn_pool_drain(void);
 /* Emit `stats conns` lines for the list's connections. */
 /*
  * Busy time of this thread's current event-loop turn: with timing on,

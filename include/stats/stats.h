@@ -88,6 +88,12 @@ struct stats_thread {
     STATS_THREAD_COUNTERS(STATS_FIELD)
 #undef STATS_FIELD
     struct stats_class cls[STATS_CLASSES];
+    /* Levels its owner keeps (`stats reset` leaves them): read buffers
+     * allocated and, of those, kept free for reuse (memcached's
+     * read_buf_count, read_buf_bytes_free); buffers it could not get. */
+    _Atomic int64_t    read_bufs;
+    _Atomic int64_t    read_bufs_free;
+    _Atomic uint64_t   read_buf_oom;
 };
 
 /* Owner-only increment: a relaxed load+store, no locked instruction. */

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <event2/event_struct.h>
 
 #include "auth.h"
 #include "config.h"
@@ -68,38 +69,62 @@ static const char *const state_names[] = {
     "conn_swallow", "conn_write", "conn_watch", "conn_closing",
 };
 
-struct conn {
-    int                  fd;
-    conn_state_t         state;
-    struct event        *ev_read;
-    struct event        *ev_write;
-    struct event        *ev_watch;  /* CONN_WATCH: drains the watcher */
-    struct stats_thread *stats;
-    struct conn_list    *list;
-    struct conn         *prev, *next;
-    char                *rbuf;
-    size_t               rsize;
+/*
+ * What a connection holds only while it works: its request in progress,
+ * its answers until they are sent, its output queue's storage and its
+ * write event. Lent by the worker's pool (conn_act_take) when input
+ * arrives and given back once the connection waits, idle, for its next
+ * command (conn_settle), as memcached lends read buffers. The read buffer
+ * is lent on its own, while unparsed input is in it.
+ */
+struct conn_act {
+    struct dispatch_ctx  d;
+    struct outq          out;
+    struct event         ev_write;
+    char                *rbuf;      /* CONN_RBUF_SIZE bytes, or NULL */
     size_t               rpos;      /* first unparsed byte */
     size_t               peek_end;  /* requests before it were prefetched */
     size_t               rlen;      /* end of buffered bytes */
     uint32_t             data_got;  /* bytes of the data block so far */
+    bool                 read_full; /* the last read filled the buffer */
+    struct conn_act     *next_free; /* in the pool */
+};
+
+/* A peer or local address: all `stats conns` and connevents need of it
+ * (a UNIX socket's path is -s's). */
+union conn_addr {
+    struct sockaddr     sa;
+    struct sockaddr_in  in;
+    struct sockaddr_in6 in6;
+};
+
+struct conn {
+    int                  fd;
+    conn_state_t         state;
     bool                 read_paused;
-    bool                 write_pending; /* ev_write is added */
+    bool                 write_pending; /* a->ev_write is added */
     bool                 yielded;
     bool                 got_input; /* the first byte has been looked at */
     bool                 binary;    /* speaks the binary protocol */
     bool                 authenticated; /* -Y: passed the auth exchange */
-    struct tls_conn     *tls;       /* -Z: a TLS listener's client, else NULL */
     bool                 tls_read_wants_write; /* SSL_read must wait for POLLOUT */
+    bool                 sasl_ok;   /* -S: authenticated (d.sasl.ok while idle) */
+    logger_close_reason_t close_reason; /* d.close_reason while idle */
+    struct conn_act     *a;         /* NULL while idle */
+    char                *stash;     /* idle with part of a command: its bytes */
+    uint32_t             nstash;
+    struct event         ev_read;
+    struct event        *ev_watch;  /* CONN_WATCH: drains the watcher */
+    struct stats_thread *stats;
+    struct conn_list    *list;
+    struct conn         *prev, *next;
+    struct tls_conn     *tls;       /* -Z: a TLS listener's client, else NULL */
     rel_time_t           last_cmd;
     rel_time_t           last_io;   /* last command or bytes written */
-    char                 peer[64];
-    char                 local[64]; /* the listener's address */
-    char                 rip[INET6_ADDRSTRLEN]; /* connevents: peer address */
-    unsigned             rport;
-    bool                 unix_socket;
-    struct outq          out;
-    struct dispatch_ctx  d;
+    union conn_addr      peer, local;
+    dispatch_flash_notify_fn flash_notify;
+    void                *flash_owner;
+    struct flash_ring   *flash_ring;
 };
 
 static void conn_on_read(evutil_socket_t fd, short what, void *arg);
@@ -126,37 +151,271 @@ conn_format_addr(const struct sockaddr *sa, char *out, size_t cap)
     }
 }
 
+/* The connection's peer and local addresses, kept for `stats conns` and
+ * connevents (getpeername truncates a UNIX socket's to its family). */
 static void
 conn_describe_peer(struct conn *c)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
+    socklen_t len = sizeof(c->peer);
 
-    memset(&ss, 0, sizeof(ss));
-    if (getpeername(c->fd, (struct sockaddr *)&ss, &len) != 0) {
-        ss.ss_family = AF_UNSPEC;
+    if (getpeername(c->fd, &c->peer.sa, &len) != 0) {
+        c->peer.sa.sa_family = AF_UNSPEC;
     }
-    conn_format_addr((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
-    /* connevents lines as memcached writes them: bare address and port,
-     * "unix" and 0 for a UNIX socket. */
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *sin = (const struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &sin->sin_addr, c->rip, sizeof(c->rip));
-        c->rport = ntohs(sin->sin_port);
-    } else if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &sin6->sin6_addr, c->rip, sizeof(c->rip));
-        c->rport = ntohs(sin6->sin6_port);
+    len = sizeof(c->local);
+    if (getsockname(c->fd, &c->local.sa, &len) != 0) {
+        c->local.sa.sa_family = AF_UNSPEC;
+    }
+}
+
+/* connevents' form: the bare address and port; "unix" and 0 for a UNIX
+ * socket, as memcached writes them. */
+static unsigned
+conn_peer_ip(const struct conn *c, char *out, size_t cap)
+{
+    if (c->peer.sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &c->peer.in.sin_addr, out, (socklen_t)cap);
+        return ntohs(c->peer.in.sin_port);
+    }
+    if (c->peer.sa.sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &c->peer.in6.sin6_addr, out, (socklen_t)cap);
+        return ntohs(c->peer.in6.sin6_port);
+    }
+    snprintf(out, cap, "unix");
+    return 0;
+}
+
+static const char *
+conn_transport(const struct conn *c)
+{
+    return c->peer.sa.sa_family == AF_INET || c->peer.sa.sa_family == AF_INET6 ? "tcp" : "local";
+}
+
+/* --- lending: what a connection holds only while it works ------------------ */
+
+#define CONN_POOL_MAX   32      /* acts and read buffers a thread keeps for reuse */
+#define CONN_STASH_MAX  1024    /* idle with this much of a command: its own copy */
+
+/* Each worker's spares; a thread frees its own at exit (conn_pool_drain).
+ * Its read buffers are counted in the stats of the worker that made them. */
+static _Thread_local struct {
+    struct conn_act     *acts;
+    unsigned             nacts;
+    char                *rbufs[CONN_POOL_MAX];
+    struct stats_thread *rbuf_stats[CONN_POOL_MAX];
+    unsigned             nrbufs;
+} pool;
+
+/* Owner-only level changes: read buffers allocated, free for reuse. */
+static void
+rbuf_count(struct stats_thread *st, int64_t bufs, int64_t free_bufs)
+{
+    atomic_store_explicit(&st->read_bufs,
+                          atomic_load_explicit(&st->read_bufs, memory_order_relaxed) + bufs,
+                          memory_order_relaxed);
+    atomic_store_explicit(&st->read_bufs_free,
+                          atomic_load_explicit(&st->read_bufs_free, memory_order_relaxed) +
+                          free_bufs, memory_order_relaxed);
+}
+
+void
+conn_pool_drain(void)
+{
+    while (pool.acts != NULL) {
+        struct conn_act *a = pool.acts;
+        pool.acts = a->next_free;
+        outq_free(&a->out);
+        free(a);
+    }
+    pool.nacts = 0;
+    while (pool.nrbufs > 0) {
+        pool.nrbufs--;
+        rbuf_count(pool.rbuf_stats[pool.nrbufs], -1, -1);
+        free(pool.rbufs[pool.nrbufs]);
+    }
+}
+
+/* Lend c a read buffer, with what it stashed of a command first. */
+static bool
+conn_rbuf_take(struct conn *c)
+{
+    struct conn_act *a = c->a;
+
+    if (a->rbuf != NULL) {
+        return true;
+    }
+    if (pool.nrbufs > 0) {
+        pool.nrbufs--;
+        a->rbuf = pool.rbufs[pool.nrbufs];
+        rbuf_count(pool.rbuf_stats[pool.nrbufs], 0, -1);
+    } else if ((a->rbuf = malloc(CONN_RBUF_SIZE)) != NULL) {
+        rbuf_count(c->stats, 1, 0);
     } else {
-        snprintf(c->rip, sizeof(c->rip), "unix");
-        c->unix_socket = true;
+        STATS_ADD(c->stats, read_buf_oom, 1);
+        return false;
     }
-    len = sizeof(ss);
-    memset(&ss, 0, sizeof(ss));
-    if (getsockname(c->fd, (struct sockaddr *)&ss, &len) != 0) {
-        ss.ss_family = AF_UNSPEC;
+    a->rpos = a->peek_end = 0;
+    a->rlen = c->nstash;
+    if (c->stash != NULL) {
+        memcpy(a->rbuf, c->stash, c->nstash);
+        free(c->stash);
+        c->stash = NULL;
+        c->nstash = 0;
     }
-    conn_format_addr((struct sockaddr *)&ss, c->local, sizeof(c->local));
+    return true;
+}
+
+static void
+conn_rbuf_give(struct conn *c)
+{
+    struct conn_act *a = c->a;
+
+    if (a->rbuf == NULL) {
+        return;
+    }
+    if (pool.nrbufs < CONN_POOL_MAX) {
+        pool.rbuf_stats[pool.nrbufs] = c->stats;
+        pool.rbufs[pool.nrbufs++] = a->rbuf;
+        rbuf_count(c->stats, 0, 1);
+    } else {
+        free(a->rbuf);
+        rbuf_count(c->stats, -1, 0);
+    }
+    a->rbuf = NULL;
+    a->rpos = a->rlen = a->peek_end = 0;
+}
+
+static struct conn_act *
+conn_act_take(struct conn *c)
+{
+    struct conn_act *a = pool.acts;
+
+    if (c->a != NULL) {
+        return c->a;
+    }
+    if (a != NULL) {
+        pool.acts = a->next_free;
+        pool.nacts--;
+    } else if ((a = calloc(1, sizeof(*a))) != NULL) {
+        outq_init(&a->out, dispatch_ref_release);
+    } else {
+        return NULL;
+    }
+    memset(&a->d, 0, sizeof(a->d));
+    a->d.out = &a->out;
+    a->d.stats = c->stats;
+    a->d.out_limit = CONN_OUT_HIGH;
+    a->d.out_copy_limit = CONN_OUT_COPY_HIGH;
+    a->d.out_segs_limit = CONN_OUT_SEGS;
+    a->d.fd = c->fd;
+    a->d.flash_notify = c->flash_notify;
+    a->d.flash_owner = c->flash_owner;
+    a->d.flash_ring = c->flash_ring;
+    a->d.flash_conn = c;
+    a->d.sasl.ok = c->sasl_ok;
+    a->d.close_reason = c->close_reason;
+    event_assign(&a->ev_write, event_get_base(&c->ev_read), c->fd, EV_WRITE | EV_PERSIST,
+                 conn_on_write, c);
+    a->rbuf = NULL;
+    a->rpos = a->rlen = a->peek_end = 0;
+    a->data_got = 0;
+    a->read_full = false;
+    c->a = a;
+    return a;
+}
+
+/* c no longer needs its act (idle, or being freed): back to the pool. */
+static void
+conn_act_give(struct conn *c)
+{
+    struct conn_act *a = c->a;
+
+    if (a == NULL) {
+        return;
+    }
+    c->sasl_ok = a->d.sasl.ok;
+    c->close_reason = a->d.close_reason;
+    if (c->write_pending) {
+        event_del(&a->ev_write);
+        c->write_pending = false;
+    }
+    conn_rbuf_give(c);
+    if (outq_segments(&a->out) > 0 || outq_pending(&a->out) > 0) {
+        outq_free(&a->out);     /* a connection freed with answers unsent */
+        outq_init(&a->out, dispatch_ref_release);
+    }
+    c->a = NULL;
+    if (pool.nacts < CONN_POOL_MAX) {
+        a->next_free = pool.acts;
+        pool.acts = a;
+        pool.nacts++;
+    } else {
+        outq_free(&a->out);
+        free(a);
+    }
+}
+
+/* Waiting for its next command with nothing in progress: the act can go. */
+static bool
+conn_idle(const struct conn *c)
+{
+    const struct conn_act *a = c->a;
+
+    return c->state == CONN_CMD && a->rbuf == NULL && !c->write_pending && !c->read_paused &&
+           !c->yielded && !c->tls_read_wants_write && outq_segments(&a->out) == 0 &&
+           outq_pending(&a->out) == 0 && a->out.nwait == 0 && a->out.hold == OUTQ_NO_HOLD &&
+           a->d.it == NULL && a->d.sasl.state == NULL && a->d.sasl.data == NULL &&
+           a->d.watcher == NULL;
+}
+
+/* More input waits in the kernel (a read filled the buffer): the client
+ * pipelines, and the buffer is kept for it, as memcached reads until the
+ * socket is empty before it lends its buffer back. */
+static bool
+conn_more_waiting(struct conn *c)
+{
+    char b;
+
+    if (!c->a->read_full) {
+        return false;
+    }
+    c->a->read_full = false;
+    return c->tls == NULL && recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
+/*
+ * After a turn: a connection that waits for input gives its read buffer
+ * back, keeping what is left of a command (a line still arriving) in a
+ * copy of its size, and gives its act back when nothing is in progress.
+ * A connection that yielded or paused keeps both: it goes on where it
+ * was; so does one with more input already waiting.
+ */
+static void
+conn_settle(struct conn *c)
+{
+    struct conn_act *a = c->a;
+
+    if (a == NULL || c->yielded || c->read_paused || c->state == CONN_CLOSING) {
+        return;
+    }
+    if (a->rbuf != NULL && !conn_more_waiting(c)) {
+        size_t left = a->rlen - a->rpos;
+        if (left > CONN_STASH_MAX) {
+            return;
+        }
+        if (left > 0) {
+            char *s = malloc(left);
+            if (s == NULL) {
+                return;         /* keep the buffer */
+            }
+            memcpy(s, a->rbuf + a->rpos, left);
+            c->stash = s;
+            c->nstash = (uint32_t)left;
+        }
+        conn_rbuf_give(c);
+    }
+    if (conn_idle(c)) {
+        conn_act_give(c);
+    }
 }
 
 struct conn *
@@ -179,29 +438,23 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
 #endif
     c->state = CONN_CMD;
     c->stats = st;
-    c->rsize = CONN_RBUF_INIT;
-    c->rbuf = malloc(c->rsize);
-    outq_init(&c->out, dispatch_ref_release);
-    c->d.out = &c->out;
-    c->d.stats = st;
-    c->d.out_limit = CONN_OUT_HIGH;
-    c->d.out_copy_limit = CONN_OUT_COPY_HIGH;
-    c->d.out_segs_limit = CONN_OUT_SEGS;
-    c->d.fd = fd;
-    c->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, conn_on_read, c);
-    c->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST, conn_on_write, c);
     c->last_cmd = clock_now();
-    if (c->rbuf == NULL || c->ev_read == NULL ||
-        c->ev_write == NULL || event_add(c->ev_read, NULL) != 0) {
-        conn_release(c);        /* the caller closes fd and uncounts it */
+    /* A connection closes with "error" unless it ended cleanly (memcached's
+     * default close reason). */
+    c->close_reason = LOGGER_CLOSE_ERROR;
+    if (event_assign(&c->ev_read, base, fd, EV_READ | EV_PERSIST, conn_on_read, c) != 0 ||
+        event_add(&c->ev_read, NULL) != 0) {
+#ifdef HAVE_TLS
+        tls_conn_free(c->tls);
+#endif
+        free(c);                /* the caller closes fd and uncounts it */
         return NULL;
     }
     conn_describe_peer(c);
-    /* A connection closes with "error" unless it ended cleanly (memcached's
-     * default close reason). */
-    c->d.close_reason = LOGGER_CLOSE_ERROR;
     if (logger_wants(LOGGER_CONNEVENTS)) {
-        logger_conn_new(c->rip, c->rport, c->unix_socket ? "local" : "tcp", fd);
+        char ip[INET6_ADDRSTRLEN];
+        unsigned port = conn_peer_ip(c, ip, sizeof(ip));
+        logger_conn_new(ip, port, conn_transport(c), fd);
     }
     log_debug("<%d new %s client connection", fd,
               settings.binary_auto ? "auto-negotiating" : settings.binary_only ? "binary" : "ascii");
@@ -220,24 +473,21 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
 static void
 conn_release(struct conn *c)
 {
-    dispatch_abort(&c->d);
+    if (c->a != NULL) {
+        dispatch_abort(&c->a->d);
+        if (c->a->d.watcher != NULL) {
+            logger_unwatch(c->a->d.watcher);
+        }
+        conn_act_give(c);
+    }
     if (c->ev_watch != NULL) {
         event_free(c->ev_watch);
     }
-    if (c->d.watcher != NULL) {
-        logger_unwatch(c->d.watcher);
-    }
-    if (c->ev_read != NULL) {
-        event_free(c->ev_read);
-    }
-    if (c->ev_write != NULL) {
-        event_free(c->ev_write);
-    }
-    outq_free(&c->out);         /* drops value references */
+    event_del(&c->ev_read);
 #ifdef HAVE_TLS
     tls_conn_free(c->tls);
 #endif
-    free(c->rbuf);
+    free(c->stash);
     free(c);
 }
 
@@ -259,8 +509,10 @@ conn_free(struct conn *c)
     int fd = c->fd;
     log_debug("<%d connection closed.", fd);
     if (logger_wants(LOGGER_CONNEVENTS)) {
-        logger_conn_close(c->rip, c->rport, c->unix_socket ? "local" : "tcp",
-                          c->d.close_reason, fd);
+        char ip[INET6_ADDRSTRLEN];
+        unsigned port = conn_peer_ip(c, ip, sizeof(ip));
+        logger_conn_close(ip, port, conn_transport(c),
+                          c->a != NULL ? c->a->d.close_reason : c->close_reason, fd);
     }
     conn_release(c);
     close(fd);
@@ -273,6 +525,7 @@ conn_free_all(struct conn_list *list)
     while (list->head != NULL) {
         conn_free(list->head);
     }
+    conn_pool_drain();
 }
 
 void
@@ -289,10 +542,13 @@ conn_kick_idle(struct conn_list *list, uint32_t timeout)
         bool waiting = c->state == CONN_CMD || c->state == CONN_MGET ||
                        c->state == CONN_SWALLOW_LINE;
         rel_time_t last = c->last_io > c->last_cmd ? c->last_io : c->last_cmd;
-        if (waiting && outq_pending(&c->out) == 0 && !c->read_paused &&
+        if (waiting && (c->a == NULL || outq_pending(&c->a->out) == 0) && !c->read_paused &&
             now - last > timeout) {
             STATS_INCR(c->stats, idle_kicks);
-            c->d.close_reason = LOGGER_CLOSE_IDLE_TIMEOUT;
+            if (c->a != NULL) {
+                c->a->d.close_reason = LOGGER_CLOSE_IDLE_TIMEOUT;
+            }
+            c->close_reason = LOGGER_CLOSE_IDLE_TIMEOUT;
             conn_free(c);
         }
     }
@@ -307,9 +563,11 @@ conn_list_stats(struct conn_list *list,
     pthread_mutex_lock(&list->lock);
     for (struct conn *c = list->head; c != NULL; c = c->next) {
         snprintf(name, sizeof(name), "%d:addr", c->fd);
-        emit(ctx, name, c->peer);
+        conn_format_addr(&c->peer.sa, value, sizeof(value));
+        emit(ctx, name, value);
         snprintf(name, sizeof(name), "%d:listen_addr", c->fd);
-        emit(ctx, name, c->local);
+        conn_format_addr(&c->local.sa, value, sizeof(value));
+        emit(ctx, name, value);
         snprintf(name, sizeof(name), "%d:state", c->fd);
         emit(ctx, name, state_names[c->state]);
         snprintf(name, sizeof(name), "%d:secs_since_last_cmd", c->fd);
@@ -329,13 +587,16 @@ conn_list_stats(struct conn_list *list,
 static bool
 conn_rbuf_room(struct conn *c)
 {
-    if (c->rpos > 0 && (c->rlen == c->rsize || c->rpos >= c->rsize / 2)) {
-        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
-        c->rlen -= c->rpos;
-        c->peek_end = c->peek_end > c->rpos ? c->peek_end - c->rpos : 0;
-        c->rpos = 0;
+    if (!conn_rbuf_take(c)) {
+        return false;
     }
-    return c->rlen < c->rsize;
+    if (c->a->rpos > 0 && (c->a->rlen == CONN_RBUF_SIZE || c->a->rpos >= CONN_RBUF_SIZE / 2)) {
+        memmove(c->a->rbuf, c->a->rbuf + c->a->rpos, c->a->rlen - c->a->rpos);
+        c->a->rlen -= c->a->rpos;
+        c->a->peek_end = c->a->peek_end > c->a->rpos ? c->a->peek_end - c->a->rpos : 0;
+        c->a->rpos = 0;
+    }
+    return c->a->rlen < CONN_RBUF_SIZE;
 }
 
 /* read(), or TLS's: bytes, 0 at the peer's close, -1 (errno EAGAIN: none yet). */
@@ -350,7 +611,7 @@ conn_sock_read(struct conn *c, void *dst, size_t cap)
             /* the handshake must send before it can read on */
             c->tls_read_wants_write = true;
             if (!c->write_pending) {
-                event_add(c->ev_write, NULL);
+                event_add(&c->a->ev_write, NULL);
                 c->write_pending = true;
             }
         }
@@ -377,10 +638,10 @@ conn_sock_write(struct conn *c)
 {
 #ifdef HAVE_TLS
     if (c->tls != NULL) {
-        return outq_write_with(&c->out, conn_tls_writev, c);
+        return outq_write_with(&c->a->out, conn_tls_writev, c);
     }
 #endif
-    return outq_write(&c->out, c->fd);
+    return outq_write(&c->a->out, c->fd);
 }
 
 /* One read(). Returns bytes read, 0 if none are ready, -1 to close. */
@@ -390,23 +651,23 @@ conn_read(struct conn *c)
     ssize_t n;
     char *dst;
     size_t cap;
-    bool direct = c->state == CONN_DATA && c->rpos == c->rlen &&
-                  c->d.ndata - c->data_got >= DIRECT_READ_MIN;
+    bool direct = c->state == CONN_DATA && c->a->rpos == c->a->rlen &&
+                  c->a->d.ndata - c->a->data_got >= DIRECT_READ_MIN;
 
     if (direct) {
         /* Large value: straight into the item, no intermediate copy. */
-        dst = c->d.data + c->data_got;
-        cap = c->d.ndata - c->data_got;
+        dst = c->a->d.data + c->a->data_got;
+        cap = c->a->d.ndata - c->a->data_got;
     } else {
         if (!conn_rbuf_room(c)) {
             return -1;
         }
-        dst = c->rbuf + c->rlen;
-        cap = c->rsize - c->rlen;
+        dst = c->a->rbuf + c->a->rlen;
+        cap = CONN_RBUF_SIZE - c->a->rlen;
     }
     n = conn_sock_read(c, dst, cap);
     if (n == 0) {
-        c->d.close_reason = LOGGER_CLOSE_NORMAL;   /* the peer hung up */
+        c->a->d.close_reason = LOGGER_CLOSE_NORMAL;   /* the peer hung up */
         return -1;
     }
     if (n < 0) {
@@ -424,9 +685,10 @@ conn_read(struct conn *c)
         }
     }
     if (direct) {
-        c->data_got += (uint32_t)n;
+        c->a->data_got += (uint32_t)n;
     } else {
-        c->rlen += (size_t)n;
+        c->a->rlen += (size_t)n;
+        c->a->read_full = (size_t)n == cap;
     }
     return n;
 }
@@ -445,10 +707,10 @@ conn_on_watch(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (outq_copied(&c->out) < WATCH_OUT_MAX) {
-        size_t n = logger_take(c->d.watcher, buf, sizeof(buf));
+    if (outq_copied(&c->a->out) < WATCH_OUT_MAX) {
+        size_t n = logger_take(c->a->d.watcher, buf, sizeof(buf));
         if (n > 0) {
-            outq_add(&c->out, buf, n);
+            outq_add(&c->a->out, buf, n);
         }
     }
     conn_flush(c);
@@ -460,7 +722,7 @@ conn_watch_start(struct conn *c)
     struct timeval tick = { 0, WATCH_TICK_US };
 
     c->state = CONN_WATCH;
-    c->ev_watch = event_new(event_get_base(c->ev_read), -1, EV_PERSIST,
+    c->ev_watch = event_new(event_get_base(&c->ev_read), -1, EV_PERSIST,
                             conn_on_watch, c);
     if (c->ev_watch == NULL || event_add(c->ev_watch, &tick) != 0) {
         c->state = CONN_CLOSING;
@@ -475,10 +737,10 @@ conn_apply(struct conn *c, dispatch_result_t r)
         break;
     case DISPATCH_NEED_DATA:
         c->state = CONN_DATA;
-        c->data_got = 0;
+        c->a->data_got = 0;
         break;
     case DISPATCH_SWALLOW:
-        c->state = c->d.swallow > 0 ? CONN_SWALLOW : CONN_CMD;
+        c->state = c->a->d.swallow > 0 ? CONN_SWALLOW : CONN_CMD;
         break;
     case DISPATCH_CLOSE:
         c->state = CONN_CLOSING;
@@ -505,14 +767,14 @@ conn_apply(struct conn *c, dispatch_result_t r)
 static void
 conn_hold(struct conn *c, uint64_t mark)
 {
-    outq_hold(&c->out, mark);
+    outq_hold(&c->a->out, mark);
 }
 
 /* A multi-get goes on: its next key is where dispatch stopped. */
 static void
 conn_mget_resume(struct conn *c)
 {
-    c->rpos = (size_t)(c->d.mget.resume - c->rbuf);
+    c->a->rpos = (size_t)(c->a->d.mget.resume - c->a->rbuf);
     c->state = CONN_MGET;
 }
 
@@ -540,8 +802,8 @@ conn_line_done(struct conn *c, const struct proto_req *req, uint64_t mark)
 static bool
 conn_auth_step(struct conn *c)
 {
-    const char *buf = c->rbuf + c->rpos;
-    size_t avail = c->rlen - c->rpos, line = 0;
+    const char *buf = c->a->rbuf + c->a->rpos;
+    size_t avail = c->a->rlen - c->a->rpos, line = 0;
     uint32_t bytes = 0;
 
     switch (proto_parse_auth(buf, avail, &bytes, &line)) {
@@ -552,8 +814,8 @@ conn_auth_step(struct conn *c)
         return false;
     case PROTO_ERROR:
     case PROTO_PART:
-        c->rpos += line;
-        dispatch_reply_line(&c->d, "CLIENT_ERROR unauthenticated");
+        c->a->rpos += line;
+        dispatch_reply_line(&c->a->d, "CLIENT_ERROR unauthenticated");
         return true;
     case PROTO_OK:
         break;
@@ -583,8 +845,8 @@ conn_auth_step(struct conn *c)
         reply = c->authenticated ? "STORED" : "CLIENT_ERROR authentication failure";
         break;
     }
-    c->rpos += line + bytes + 2;
-    dispatch_reply_line(&c->d, reply);
+    c->a->rpos += line + bytes + 2;
+    dispatch_reply_line(&c->a->d, reply);
     return true;
 }
 
@@ -592,8 +854,8 @@ conn_auth_step(struct conn *c)
 static void
 conn_log_line(struct conn *c)
 {
-    const char *p = c->rbuf + c->rpos;
-    size_t avail = c->rlen - c->rpos;
+    const char *p = c->a->rbuf + c->a->rpos;
+    size_t avail = c->a->rlen - c->a->rpos;
     const char *nl = memchr(p, '\n', avail);
     size_t n = nl != NULL ? (size_t)(nl - p) : avail;
 
@@ -614,10 +876,10 @@ conn_parse_one(struct conn *c)
     struct proto_req req;
     size_t consumed = 0;
     dispatch_result_t r;
-    uint64_t mark = outq_mark(&c->out);
+    uint64_t mark = outq_mark(&c->a->out);
     proto_status_t st = c->binary ?
-        proto_bin_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed) :
-        proto_parse(c->rbuf + c->rpos, c->rlen - c->rpos, &req, &consumed);
+        proto_bin_parse(c->a->rbuf + c->a->rpos, c->a->rlen - c->a->rpos, &req, &consumed) :
+        proto_parse(c->a->rbuf + c->a->rpos, c->a->rlen - c->a->rpos, &req, &consumed);
 
     if (!c->binary && st != PROTO_AGAIN && st != PROTO_CLOSE && log_enabled(LOG_LEVEL_DEBUG)) {
         conn_log_line(c);
@@ -629,20 +891,20 @@ conn_parse_one(struct conn *c)
         c->state = CONN_CLOSING;
         return false;
     case PROTO_ERROR:
-        c->rpos += consumed;
-        conn_apply(c, dispatch_error(&c->d, &req));
+        c->a->rpos += consumed;
+        conn_apply(c, dispatch_error(&c->a->d, &req));
         conn_line_done(c, &req, mark);
         return true;
     case PROTO_PART:
         c->last_cmd = clock_now();
         conn_hold(c, mark);
-        dispatch_get_begin(&c->d, &req);
+        dispatch_get_begin(&c->a->d, &req);
         conn_mget_resume(c);
         return true;
     case PROTO_OK:
-        c->rpos += consumed;
+        c->a->rpos += consumed;
         c->last_cmd = clock_now();
-        r = dispatch_request(&c->d, &req);
+        r = dispatch_request(&c->a->d, &req);
         if (r == DISPATCH_MORE_KEYS) {
             conn_mget_resume(c);
             return true;
@@ -660,7 +922,7 @@ conn_mget_step(struct conn *c)
 {
     struct proto_req req;
     size_t consumed = 0;
-    proto_status_t st = proto_parse_keys(c->rbuf + c->rpos, c->rlen - c->rpos,
+    proto_status_t st = proto_parse_keys(c->a->rbuf + c->a->rpos, c->a->rlen - c->a->rpos,
                                          &req, &consumed);
 
     switch (st) {
@@ -668,22 +930,22 @@ conn_mget_step(struct conn *c)
     case PROTO_CLOSE:
         return false;
     case PROTO_ERROR:
-        c->rpos += consumed;
-        dispatch_get_finish(&c->d, req.error);
+        c->a->rpos += consumed;
+        dispatch_get_finish(&c->a->d, req.error);
         c->state = CONN_CMD;
-        conn_line_done(c, &req, c->out.hold);
+        conn_line_done(c, &req, c->a->out.hold);
         return true;
     case PROTO_PART:
     case PROTO_OK:
-        if (dispatch_get_keys(&c->d, &req) == DISPATCH_MORE_KEYS) {
+        if (dispatch_get_keys(&c->a->d, &req) == DISPATCH_MORE_KEYS) {
             conn_mget_resume(c);
             return true;
         }
-        c->rpos += consumed;
+        c->a->rpos += consumed;
         if (st == PROTO_OK) {
-            dispatch_get_finish(&c->d, NULL);
+            dispatch_get_finish(&c->a->d, NULL);
             c->state = CONN_CMD;
-            conn_line_done(c, &req, c->out.hold);
+            conn_line_done(c, &req, c->a->out.hold);
         }
         return true;
     }
@@ -694,14 +956,14 @@ conn_mget_step(struct conn *c)
 static bool
 conn_swallow_line(struct conn *c)
 {
-    const char *p = c->rbuf + c->rpos;
-    const char *nl = memchr(p, '\n', c->rlen - c->rpos);
+    const char *p = c->a->rbuf + c->a->rpos;
+    const char *nl = memchr(p, '\n', c->a->rlen - c->a->rpos);
 
     if (nl == NULL) {
-        c->rpos = c->rlen;
+        c->a->rpos = c->a->rlen;
         return false;
     }
-    c->rpos = (size_t)(nl + 1 - c->rbuf);
+    c->a->rpos = (size_t)(nl + 1 - c->a->rbuf);
     c->state = CONN_CMD;
     conn_hold(c, OUTQ_NO_HOLD);
     return true;
@@ -711,32 +973,32 @@ conn_swallow_line(struct conn *c)
 static bool
 conn_feed_block(struct conn *c)
 {
-    size_t avail = c->rlen - c->rpos;
+    size_t avail = c->a->rlen - c->a->rpos;
 
     if (c->state == CONN_DATA) {
         for (;;) {
-            size_t need = c->d.ndata - c->data_got;
+            size_t need = c->a->d.ndata - c->a->data_got;
             size_t n = avail < need ? avail : need;
-            memcpy(c->d.data + c->data_got, c->rbuf + c->rpos, n);
-            c->rpos += n;
+            memcpy(c->a->d.data + c->a->data_got, c->a->rbuf + c->a->rpos, n);
+            c->a->rpos += n;
             avail -= n;
-            c->data_got += (uint32_t)n;
-            if (c->data_got < c->d.ndata) {
+            c->a->data_got += (uint32_t)n;
+            if (c->a->data_got < c->a->d.ndata) {
                 return false;
             }
-            if (!dispatch_data_next(&c->d)) {
+            if (!dispatch_data_next(&c->a->d)) {
                 break;
             }
-            c->data_got = 0;        /* the next chunk of a chained item */
+            c->a->data_got = 0;        /* the next chunk of a chained item */
         }
-        dispatch_data_done(&c->d);
+        dispatch_data_done(&c->a->d);
         c->state = CONN_CMD;
         return true;
     }
-    size_t n = avail < c->d.swallow ? avail : (size_t)c->d.swallow;
-    c->rpos += n;
-    c->d.swallow -= n;
-    if (c->d.swallow > 0) {
+    size_t n = avail < c->a->d.swallow ? avail : (size_t)c->a->d.swallow;
+    c->a->rpos += n;
+    c->a->d.swallow -= n;
+    if (c->a->d.swallow > 0) {
         return false;
     }
     c->state = CONN_CMD;
@@ -749,24 +1011,24 @@ conn_process(struct conn *c)
     long handled = 0;
 
     while (c->state != CONN_CLOSING) {
-        if (dispatch_out_full(&c->d)) {
+        if (dispatch_out_full(&c->a->d)) {
             /* Slow reader: stop taking input until output drains. */
-            event_del(c->ev_read);
+            event_del(&c->ev_read);
             c->read_paused = true;
             conn_hold(c, OUTQ_NO_HOLD);
             break;
         }
-        if (c->state == CONN_DATA && c->data_got == c->d.ndata) {
-            if (dispatch_data_next(&c->d)) {
-                c->data_got = 0;            /* a chained item's next chunk */
+        if (c->state == CONN_DATA && c->a->data_got == c->a->d.ndata) {
+            if (dispatch_data_next(&c->a->d)) {
+                c->a->data_got = 0;            /* a chained item's next chunk */
                 continue;
             }
-            dispatch_data_done(&c->d);      /* filled by a direct read */
+            dispatch_data_done(&c->a->d);      /* filled by a direct read */
             c->state = CONN_CMD;
             continue;
         }
         if (c->state == CONN_WATCH) {
-            c->rpos = c->rlen;      /* a watcher's input is not read */
+            c->a->rpos = c->a->rlen;      /* a watcher's input is not read */
             break;
         }
         if (c->state == CONN_DUMP) {
@@ -774,15 +1036,15 @@ conn_process(struct conn *c)
             if (handled++ >= settings.reqs_per_event) {
                 c->yielded = true;
                 STATS_INCR(c->stats, conn_yields);
-                event_active(c->ev_read, EV_READ, 0);
+                event_active(&c->ev_read, EV_READ, 0);
                 break;
             }
-            if (dispatch_dump_more(&c->d) == DISPATCH_DONE) {
+            if (dispatch_dump_more(&c->a->d) == DISPATCH_DONE) {
                 c->state = CONN_CMD;
             }
             continue;
         }
-        if (c->rpos == c->rlen) {
+        if (c->a->rpos == c->a->rlen) {
             break;
         }
         bool more = false;
@@ -802,16 +1064,16 @@ conn_process(struct conn *c)
             if (handled >= settings.reqs_per_event) {
                 c->yielded = true;
                 STATS_INCR(c->stats, conn_yields);
-                event_active(c->ev_read, EV_READ, 0);
+                event_active(&c->ev_read, EV_READ, 0);
                 break;
             }
-            if (c->state == CONN_CMD && c->rpos >= c->peek_end &&
+            if (c->state == CONN_CMD && c->a->rpos >= c->a->peek_end &&
                 (c->authenticated || settings.auth_file == NULL) &&
-                (c->d.sasl.ok || !settings.sasl)) {
+                (c->a->d.sasl.ok || !settings.sasl)) {
                 /* pipelined one-key reads (of a client allowed to read):
                  * warm their lookups together */
-                c->peek_end = c->rpos + dispatch_prefetch(c->rbuf + c->rpos,
-                                                          c->rlen - c->rpos, c->binary);
+                c->a->peek_end = c->a->rpos + dispatch_prefetch(c->a->rbuf + c->a->rpos,
+                                                          c->a->rlen - c->a->rpos, c->binary);
             }
             more = c->state == CONN_CMD ? conn_parse_one(c) : conn_mget_step(c);
             handled++;
@@ -823,19 +1085,42 @@ conn_process(struct conn *c)
             break;
         }
     }
-    if (c->rpos == c->rlen) {
-        c->rpos = c->rlen = c->peek_end = 0;
+    if (c->a->rpos == c->a->rlen) {
+        c->a->rpos = c->a->rlen = c->a->peek_end = 0;
     }
 }
 
 /* --- writing ------------------------------------------------------------------------ */
 
+/*
+ * The output bounds input pauses at: the _SLOW ones while the socket holds
+ * back part of what was sent (the client reads slowly or not at all), so
+ * such a client holds little; the large ones while it keeps up, so a
+ * batch of answers goes in one write.
+ */
+static void
+conn_out_bounds(struct conn *c, bool slow)
+{
+    struct dispatch_ctx *d = &c->a->d;
+
+    d->out_limit = slow ? CONN_OUT_SLOW : CONN_OUT_HIGH;
+    d->out_copy_limit = slow ? CONN_OUT_COPY_SLOW : CONN_OUT_COPY_HIGH;
+    d->out_segs_limit = slow ? CONN_OUT_SEGS_SLOW : CONN_OUT_SEGS;
+}
+
 /* Write what we can; returns false if the connection was freed. */
 static bool
 conn_flush(struct conn *c)
 {
+    if (c->a == NULL) {
+        if (c->state == CONN_CLOSING) {
+            conn_free(c);
+            return false;
+        }
+        return true;            /* nothing was in progress */
+    }
     for (;;) {
-        if (outq_sendable(&c->out) > 0) {
+        if (outq_sendable(&c->a->out) > 0) {
             ssize_t n = conn_sock_write(c);
             if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                 conn_free(c);
@@ -846,13 +1131,14 @@ conn_flush(struct conn *c)
                 c->last_io = clock_now();
             }
         }
-        if (outq_sendable(&c->out) > 0) {
+        conn_out_bounds(c, outq_sendable(&c->a->out) > 0);
+        if (outq_sendable(&c->a->out) > 0) {
             if (c->state == CONN_CLOSING) {
                 conn_free(c);       /* no waiting on a peer we are dropping */
                 return false;
             }
             if (!c->write_pending) {
-                event_add(c->ev_write, NULL);
+                event_add(&c->a->ev_write, NULL);
                 c->write_pending = true;
             }
             return true;
@@ -860,11 +1146,11 @@ conn_flush(struct conn *c)
         /* The common case (all written at once) costs no event call. A TLS
          * handshake waiting to write keeps its write event. */
         if (c->write_pending && !c->tls_read_wants_write) {
-            event_del(c->ev_write);
+            event_del(&c->a->ev_write);
             c->write_pending = false;
         }
         if (c->state == CONN_CLOSING) {
-            if (c->out.nwait == 0) {
+            if (c->a->out.nwait == 0) {
                 conn_free(c);
                 return false;
             }
@@ -872,7 +1158,7 @@ conn_flush(struct conn *c)
              * (conn_kick), taking no more input (an EOF would fire on
              * every loop turn meanwhile). */
             if (!c->read_paused) {
-                event_del(c->ev_read);
+                event_del(&c->ev_read);
                 c->read_paused = true;
             }
             return true;
@@ -883,16 +1169,16 @@ conn_flush(struct conn *c)
         /* Nothing can be sent before an answer that waits for flash: input
          * stays paused while the queue is over its bound, until the read
          * is done (conn_kick), or this would resume and pause for ever. */
-        if (c->out.nwait > 0 && dispatch_out_full(&c->d)) {
+        if (c->a->out.nwait > 0 && dispatch_out_full(&c->a->d)) {
             return true;
         }
         /* Drained: resume input, and handle what is already buffered. */
         c->read_paused = false;
-        event_add(c->ev_read, NULL);
+        event_add(&c->ev_read, NULL);
 #ifdef HAVE_TLS
         /* ... including what OpenSSL decrypted: no socket event says so */
         if (c->tls != NULL && tls_pending(c->tls)) {
-            event_active(c->ev_read, EV_READ, 0);
+            event_active(&c->ev_read, EV_READ, 0);
         }
 #endif
         conn_process(c);
@@ -930,6 +1216,11 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     if (c->read_paused) {
         return;
     }
+    if (conn_act_take(c) == NULL) {
+        c->state = CONN_CLOSING;        /* out of memory: drop the client */
+        conn_free(c);
+        return;
+    }
     /* A dump in progress takes no input: what follows it waits in the
      * kernel, not in a read buffer that could fill up meanwhile. */
     if (!c->yielded && c->state != CONN_DUMP && conn_read(c) < 0) {
@@ -944,25 +1235,27 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
 #ifdef HAVE_TLS
     /* Bytes OpenSSL decrypted but we did not take yet raise no event. */
     if (c->tls != NULL && !c->read_paused && c->state != CONN_CLOSING && tls_pending(c->tls)) {
-        event_active(c->ev_read, EV_READ, 0);
+        event_active(&c->ev_read, EV_READ, 0);
     }
 #endif
+    conn_settle(c);
 }
 
 void
 conn_set_flash(struct conn *c, dispatch_flash_notify_fn fn, void *owner,
                struct flash_ring *ring)
 {
-    c->d.flash_notify = fn;
-    c->d.flash_owner = owner;
-    c->d.flash_ring = ring;
-    c->d.flash_conn = c;
+    c->flash_notify = fn;
+    c->flash_owner = owner;
+    c->flash_ring = ring;
 }
 
 void
 conn_kick(struct conn *c)
 {
-    (void)conn_flush(c);
+    if (conn_flush(c)) {
+        conn_settle(c);
+    }
 }
 
 static void
@@ -976,5 +1269,7 @@ conn_on_write(evutil_socket_t fd, short what, void *arg)
         return;
     }
     (void)what;
-    conn_flush(c);
+    if (conn_flush(c)) {
+        conn_settle(c);
+    }
 }

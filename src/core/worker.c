@@ -250,6 +250,7 @@ worker_main(void *arg)
     if (!yield_between_batches) {
         event_base_loop(w->base, 0);
         worker_ring_close(w);
+        conn_pool_drain();
         return NULL;
     }
     /* The turn is timed from its first connection callback, not from the
@@ -264,6 +265,7 @@ worker_main(void *arg)
         }
     }
     worker_ring_close(w);
+    conn_pool_drain();
     return NULL;
 }
 

@@ -288,12 +288,21 @@ emit_general(stats_emit_fn emit, void *ctx)
     STATS_CONN_COUNTERS(EMIT_CONN)
 #undef EMIT_CONN
     emit_zeros(emit, ctx, no_resp_objs);
-    /* Every connection owns one fixed read buffer (conn.h). */
-    uint64_t conns = atomic_load(&curr_connections);
-    emit_u64(emit, ctx, "read_buf_count", conns);
-    emit_u64(emit, ctx, "read_buf_bytes", conns * read_buf_size);
-    emit_u64(emit, ctx, "read_buf_bytes_free", 0);
-    emit_u64(emit, ctx, "read_buf_oom", 0);
+    /* Read buffers are lent by each worker to connections with input to
+     * parse (conn.h): those allocated, and those free for reuse. */
+    int64_t bufs = 0, free_bufs = 0;
+    uint64_t oom = 0;
+    for (size_t i = 0; i < atomic_load(&nthreads); i++) {
+        bufs += atomic_load(&threads[i]->read_bufs);
+        free_bufs += atomic_load(&threads[i]->read_bufs_free);
+        oom += atomic_load(&threads[i]->read_buf_oom);
+    }
+    bufs = bufs > 0 ? bufs : 0;
+    free_bufs = free_bufs > 0 ? free_bufs : 0;
+    emit_u64(emit, ctx, "read_buf_count", (uint64_t)bufs);
+    emit_u64(emit, ctx, "read_buf_bytes", (uint64_t)bufs * read_buf_size);
+    emit_u64(emit, ctx, "read_buf_bytes_free", (uint64_t)free_bufs * read_buf_size);
+    emit_u64(emit, ctx, "read_buf_oom", oom);
     emit_u64(emit, ctx, "reserved_fds", reserved_fds);
 #define EMIT_THREAD(name) emit_u64(emit, ctx, #name, atomic_load(&t.name));
     STATS_GENERAL_COMMANDS(EMIT_THREAD)

@@ -14,7 +14,8 @@
 #define OUTQ_IOV_MAX     64         /* iovecs per writev */
 #define OUTQ_BUF_INIT    2048
 #define OUTQ_SEG_INIT    16
-#define OUTQ_BUF_KEEP    (64 * 1024) /* shrink larger buffers when idle */
+#define OUTQ_BUF_KEEP    (16 * 1024) /* larger buffers are freed when idle */
+#define OUTQ_SEG_KEEP    256         /* and larger segment arrays */
 
 void
 outq_init(struct outq *q, void (*release)(void *ref))
@@ -220,7 +221,8 @@ outq_rollback(struct outq *q, uint64_t mark)
     return 0;
 }
 
-/* Everything sent: start over at the front, shrinking an outsized buffer. */
+/* Everything sent: start over at the front, freeing an outsized buffer or
+ * segment array (a queue kept for reuse keeps its working size only). */
 static void
 outq_reset(struct outq *q)
 {
@@ -231,6 +233,11 @@ outq_reset(struct outq *q)
         free(q->buf);
         q->buf = NULL;
         q->buf_cap = 0;
+    }
+    if (q->seg_cap > OUTQ_SEG_KEEP) {
+        free(q->seg);
+        q->seg = NULL;
+        q->seg_cap = 0;
     }
 }
 
