@@ -56,7 +56,7 @@
 #define RBUF_SIZE         (64 * 1024)
 #define WBUF_MIN          (64 * 1024)
 #define PATTERN_SLACK     256          /* distinct value start offsets */
-#define MAX_SIZES         64
+#define MAX_SIZES         512
 #define MAX_CONNS         65536
 #define MAX_PIPELINE      4096
 #define MAX_VALUE_SIZE    (64 * 1024 * 1024)
@@ -1528,7 +1528,7 @@ parse_double(const char *name, const char *s, double min, double max)
 static void
 parse_sizes(const char *spec)
 {
-    char buf[1024];
+    char buf[8192];
     char *item, *save = NULL;
     double total = 0.0, cum = 0.0;
     unsigned i;

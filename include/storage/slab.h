@@ -105,6 +105,20 @@ void           slab_teardown(void);
 
 /* Class for an item of total size bytes; 0 if it is too large. */
 uint8_t  slab_clsid(size_t size);
+/*
+ * The class such an item is allocated in: its own, unless memory is at
+ * the limit and its own class has no slab. Chunk sizes are grouped by
+ * factors of SLAB_SHARE (memcached's default spacing between classes)
+ * from the smallest class; the item then goes to the nearest larger class
+ * of its own class's group that has a slab, and with none, to the group's
+ * largest class, whose first slab is granted past the limit (the
+ * first-slab rule). Past the limit a cache thus carves at most one first
+ * slab per group, about as many as memcached has classes at its default
+ * -f, whatever -f is; below it, every class carves its own. An item so
+ * placed wastes at most SLAB_SHARE times what its own class would.
+ */
+#define SLAB_SHARE 1.25
+uint8_t  slab_clsid_alloc(size_t size);
 uint8_t  slab_class_count(void);          /* highest valid class id */
 size_t   slab_size(void);
 

@@ -654,7 +654,7 @@ item_class_of(size_t nkey, uint32_t vlen)
         return item_total_size(nkey, vlen) <= slab_size() ?
                item_chain_head_class(nkey, vlen) : 0;
     }
-    return slab_clsid(item_total_size(nkey, vlen));
+    return slab_clsid_alloc(item_total_size(nkey, vlen));
 }
 
 uint8_t

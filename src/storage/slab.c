@@ -304,6 +304,53 @@ slab_clsid(size_t size)
     return (uint8_t)lo;
 }
 
+/*
+ * Chunk sizes fall in groups, each SLAB_SHARE times the one before, from
+ * the smallest class up: the end of class c's group. Groups, not a window
+ * around each item, so that classes coming up in any order share one
+ * first slab per group.
+ */
+static double
+share_group_end(uint8_t c)
+{
+    double end = class_size[1];
+
+    while (end <= class_size[c]) {
+        end *= SLAB_SHARE;
+    }
+    return end;
+}
+
+static bool
+class_has_slab(unsigned c)
+{
+    return atomic_load_explicit(&classes[c].nslabs, memory_order_relaxed) > 0;
+}
+
+uint8_t
+slab_clsid_alloc(size_t size)
+{
+    uint8_t own = slab_clsid(size);
+
+    if (own == 0 || class_has_slab(own) || !slab_at_limit()) {
+        return own;
+    }
+    /* Nearest larger class with a slab, within the group or SLAB_SHARE
+     * times the item; with none, the group's largest class. */
+    double end = share_group_end(own), reach = (double)size * SLAB_SHARE;
+    double stop = end > reach ? end : reach;
+    unsigned top = own;
+    for (unsigned c = own + 1u; c <= nclasses && class_size[c] < stop; c++) {
+        if (class_has_slab(c)) {
+            return (uint8_t)c;
+        }
+        if (class_size[c] < end) {
+            top = c;
+        }
+    }
+    return slab_first_past_limit() ? (uint8_t)top : own;
+}
+
 uint8_t
 slab_class_count(void)
 {

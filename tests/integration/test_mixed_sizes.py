@@ -20,8 +20,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sclib  # noqa
 from sclib import (test, run_all, check, require_binary, slabcache_only,  # noqa
-                   server_binary, is_sanitized, SkipCheck)
+                   server_binary, is_sanitized, SkipCheck, Server)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HIT_RATIO = os.path.join(HERE, "..", "..", "bench", "hit-ratio")
@@ -85,6 +86,48 @@ def mixed_sizes_slab_level_policies_do_not_circle():
               % (policy, sc["slabs_evicted"], sc["evictions"]))
         check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.01,
               "%s: %.4f vs memcached %.4f" % (policy, sc["hit_ratio"], mc["hit_ratio"]))
+
+
+# Every value size from 20 B to 200 KB (bench/rss-vs-limit's load).
+ALL_SIZES = ",".join("%d:1" % int(20 * (10000 ** (i / 299.0))) for i in range(300))
+SLAB_SHARE = 1.25           # include/storage/slab.h
+
+
+@test
+def first_slabs_past_the_limit_one_per_group_of_sizes():
+    """At -m 8 under every value size from 20 B to 200 KB (about 100
+    classes at -f 1.08), memory past -m is at most one slab per group of
+    chunk sizes within SLAB_SHARE of each other (memcached's spacing),
+    not one per class: before, 99 first slabs (108 MB of RSS, memcached
+    40 MB)."""
+    slabcache_only()
+    loadgen = os.environ.get("LOADGEN") or os.path.join(
+        os.path.dirname(os.path.dirname(server_binary())), "bench", "loadgen")
+    if not os.path.exists(loadgen):
+        raise SkipCheck("loadgen not built")
+    with Server("-m", "8", "-t", "2") as s, s.client() as c:
+        p = subprocess.run([loadgen, "--server", "127.0.0.1:%d" % s.port, "--conns", "4",
+                            "--duration", "6", "--sizes", ALL_SIZES, "--keys", "20000",
+                            "--get-ratio", "0.5", "--cache-aside", "--quiet"],
+                           capture_output=True, timeout=60)
+        check(p.returncode == 0, "loadgen failed: %s" % p.stderr.decode()[-300:])
+        sl = c.stats("slabs")
+        ids = sorted(int(k.split(":")[0]) for k in sl if k.endswith(":chunk_size"))
+        chunk = {i: int(sl["%d:chunk_size" % i]) for i in ids}
+        pages = {i: int(sl["%d:total_pages" % i]) for i in ids}
+        # groups of the classes holding slabs, from the smallest class up
+        ends, groups = [float(chunk[ids[0]])], set()
+        for i in ids:
+            while ends[-1] <= chunk[i]:
+                ends.append(ends[-1] * SLAB_SHARE)
+            if pages[i] > 0:
+                groups.add(len(ends))
+        total = sum(pages.values())
+        print("  -m 8: %d slabs in %d classes, %d groups; RSS %d MB"
+              % (total, sum(1 for i in ids if pages[i]), len(groups), sclib.rss_kb(s.pid) // 1024))
+        check(total <= 8 + len(groups),
+              "%d slabs at -m 8: more than one per group past the limit (%d groups)"
+              % (total, len(groups)))
 
 
 if __name__ == "__main__":

@@ -394,6 +394,60 @@ START_TEST(test_first_slab_past_limit)
 }
 END_TEST
 
+/*
+ * At the limit, an item whose class has no slab goes to the nearest larger
+ * class of its group with one, else to its group's largest class, whose
+ * first slab is granted: fine classes (-f 1.08) then carve past the limit
+ * at most one slab per group (chunk sizes within SLAB_SHARE), not one per
+ * class. Below the limit every item keeps its own class.
+ */
+START_TEST(test_first_slabs_shared_by_groups)
+{
+    uint32_t sid;
+
+    slab_teardown();
+    clock_setup();
+    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.08, CHUNK_MIN, hdr()), SLAB_OK);
+    uint8_t n = slab_class_count(), last = n;
+    struct slab_class_stats first = cstats(1);
+    for (size_t size = 40; size < cstats(n - 1).chunk_size; size += 37) {
+        ck_assert_uint_eq(slab_clsid_alloc(size), slab_clsid(size));   /* memory to spare */
+    }
+    while (slab_alloc(last, &sid) != NULL) {
+    }
+    ck_assert(slab_at_limit());
+    slab_set_first_past_limit(true);
+    uint32_t before = slab_table_count(), groups = 0;
+    double group_end = first.chunk_size;
+    for (uint8_t c = 1; c < last; c++) {
+        size_t size = cstats(c).chunk_size;
+        if (size >= group_end) {
+            groups++;
+            while (group_end <= size) {
+                group_end *= SLAB_SHARE;
+            }
+        }
+        uint8_t at = slab_clsid_alloc(size);
+        ck_assert_uint_ge(at, c);
+        ck_assert(cstats(at).chunk_size <= size * SLAB_SHARE * 1.08 + 8);
+        if (cstats(at).total_pages == 0) {
+            ck_assert_ptr_nonnull(slab_alloc(at, &sid));    /* the group's first slab */
+        }
+        ck_assert_uint_eq(slab_clsid_alloc(size), at);      /* it has memory there now */
+    }
+    /* one class (the last) held every slab: the others shared first slabs */
+    ck_assert_uint_gt(last - 1u, groups + 5u);
+    ck_assert_uint_le(slab_table_count() - before, groups);
+    slab_set_first_past_limit(false);
+    /* with the rule off nothing is granted: a class without a slab borrows
+     * one that has memory, or keeps its own (to get a slab moved to it) */
+    for (uint8_t c = 1; c < last; c++) {
+        uint8_t at = slab_clsid_alloc(cstats(c).chunk_size);
+        ck_assert(at == c || cstats(at).total_pages > 0);
+    }
+}
+END_TEST
+
 START_TEST(test_limit_not_multiple_of_slab)
 {
     uint8_t last = slab_class_count();
@@ -840,6 +894,7 @@ slab_suite(void)
     tcase_add_test(tc, test_arena_huge_page_aligned);
     tcase_add_test(tc, test_alloc_classes_get_own_slabs);
     tcase_add_test(tc, test_limit_caps_slabs);
+    tcase_add_test(tc, test_first_slabs_shared_by_groups);
     tcase_add_test(tc, test_limit_not_multiple_of_slab);
     tcase_add_test(tc, test_set_limit_raises_and_lowers_cap);
     tcase_add_test(tc, test_free_returns_chunks);
