@@ -9,8 +9,11 @@
  * struct (about 300 bytes) and, if part of a command has arrived, a copy
  * of that part (at most CONN_STASH_MAX bytes). Everything else is lent by
  * its worker while it works, as memcached lends read buffers: the read
- * buffer (CONN_RBUF_SIZE) while unparsed input is in it, and the request
- * in progress with its output queue until every answer is sent. Output
+ * buffer (CONN_RBUF_SIZE) while unparsed input is in it or its last read
+ * filled it (a pipelining client: more is on its way, and it is read in
+ * the same turn), and the request in progress with its output queue
+ * until every answer is sent (with -S, for as long as the SASL state
+ * lives). Output
  * is bounded by pausing input while more than CONN_OUT_HIGH bytes wait in
  * all (values queued by reference, which pin their items), more than
  * CONN_OUT_COPY_HIGH bytes of copied answers or CONN_OUT_SEGS pieces wait,

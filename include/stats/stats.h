@@ -90,7 +90,8 @@ struct stats_thread {
     struct stats_class cls[STATS_CLASSES];
     /* Levels its owner keeps (`stats reset` leaves them): read buffers
      * allocated and, of those, kept free for reuse (memcached's
-     * read_buf_count, read_buf_bytes_free); buffers it could not get. */
+     * read_buf_count, read_buf_bytes_free); and the count of buffers it
+     * could not get (read_buf_oom, cleared by `stats reset`). */
     _Atomic int64_t    read_bufs;
     _Atomic int64_t    read_bufs_free;
     _Atomic uint64_t   read_buf_oom;

@@ -704,6 +704,7 @@ stats_reset(void)
 #define ZERO_FIELD(name) atomic_store(&threads[i]->name, 0);
         STATS_THREAD_COUNTERS(ZERO_FIELD)
 #undef ZERO_FIELD
+        atomic_store(&threads[i]->read_buf_oom, 0);     /* a count; the levels stay */
         for (size_t c = 0; c < STATS_CLASSES; c++) {
 #define ZERO_CLASS(name) atomic_store(&threads[i]->cls[c].name, 0);
             STATS_CLASS_COUNTERS(ZERO_CLASS)
