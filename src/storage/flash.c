@@ -769,6 +769,31 @@ flash_note_dropped(void)
 /* --- the writer -------------------------------------------------------------- */
 
 /*
+ * Write buf to the flash file at `at`, or read it from there, whole: the
+ * bytes moved, fewer if the device failed (*err its errno) or ended (0).
+ */
+static size_t
+io_whole(bool write, char *buf, size_t len, off_t at, int *err)
+{
+    size_t done = 0;
+
+    *err = 0;
+    while (done < len) {
+        ssize_t n = write ? pwrite(fl.fd, buf + done, len - done, at + (off_t)done)
+                          : pread(fl.fd, buf + done, len - done, at + (off_t)done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            *err = n < 0 ? errno : 0;
+            break;
+        }
+        done += (size_t)n;
+    }
+    return done;
+}
+
+/*
  * The device took slot s's slab whole (ok), or did not (lock held). Its
  * records count as written only then; a slab the device refused is gone:
  * its records are dropped (extstore_objects_dropped), no longer live, and
@@ -801,25 +826,14 @@ writer_write(struct wbuf *w)
     uint64_t len = ((uint64_t)w->used + FLASH_WRITE_UNIT - 1) & ~(uint64_t)(FLASH_WRITE_UNIT - 1);
     off_t at = (off_t)(w->seq % fl.nslabs) * fl.slab_size;
     uint32_t expect = SLOT_BUFFERED;
-    size_t done = 0;
-    int err = 0;
+    int err;
 
     if (len > fl.slab_size) {
         len = fl.slab_size;
     }
     memset(w->mem + w->used, 0, (size_t)(len - w->used));
     atomic_compare_exchange_strong(&s->state, &expect, SLOT_WRITING);
-    while (done < len) {
-        ssize_t n = pwrite(fl.fd, w->mem + done, (size_t)(len - done), at + (off_t)done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            err = n < 0 ? errno : 0;
-            break;
-        }
-        done += (size_t)n;
-    }
+    size_t done = io_whole(true, w->mem, (size_t)len, at, &err);
     if (done != len) {
         fault_note(fault_kind(done, err, FAULT_WRITE, FAULT_WRITE_SHORT), err,
                    "flash slab %" PRIu32 ", %zu of %" PRIu64 " bytes at offset %lld written",
@@ -873,20 +887,9 @@ rescue_due(void)
 static bool
 rescue_read(uint32_t seq, uint32_t bytes, off_t at)
 {
-    size_t done = 0;
-    int err = 0;
+    int err;
+    size_t done = io_whole(false, fl.scratch, bytes, at, &err);
 
-    while (done < bytes) {
-        ssize_t n = pread(fl.fd, fl.scratch + done, bytes - done, at + (off_t)done);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            err = n < 0 ? errno : 0;
-            break;
-        }
-        done += (size_t)n;
-    }
     if (done != bytes) {
         fault_note(fault_kind(done, err, FAULT_READ, FAULT_READ_SHORT), err,
                    "flash slab %" PRIu32 " read back for rewriting, %zu of %" PRIu32

@@ -243,6 +243,15 @@ def check_logged(s, kind, errtext, seconds):
     return lines
 
 
+def finish(s, load, t_start, kind, errtext, what):
+    """Stop the load (it checks every value read), then: the server is up,
+    and the fault was logged, with errtext, no more often than allowed."""
+    load.stop()
+    check(s.alive(), "server alive")
+    check_logged(s, kind, errtext, time.monotonic() - t_start)
+    print("     %d hits, %d misses; %s" % (load.hits, load.misses, what))
+
+
 def file_server(path, *more, env=None):
     opt = "ext_path=%s:%s" % (path, FILE_SIZE) + "".join("," + m for m in more)
     return Server("-m", RAM_MB, "-t", "2", "-o", opt, env=env)
@@ -333,10 +342,7 @@ def read_fault(words, kind, counter, errtext):
         r0 = st["extstore_objects_read"]
         check(wait_for(s.port, "extstore_objects_read", r0 + 10) > r0 + 10,
               "flash reads resumed")
-        load.stop()
-        check(s.alive(), "server alive")
-        check_logged(s, kind, errtext, time.monotonic() - t_start)
-        print("     %d hits, %d misses; %s=%d" % (load.hits, load.misses, counter, st[counter]))
+        finish(s, load, t_start, kind, errtext, "%s=%d" % (counter, st[counter]))
 
 
 @test
@@ -369,11 +375,8 @@ def file_truncated_under_load():
         r0 = st["extstore_objects_read"]
         check(wait_for(s.port, "extstore_objects_read", r0 + 10) > r0 + 10,
               "flash reads resumed once the writer refilled the file")
-        load.stop()
-        check(s.alive(), "server alive")
-        check_logged(s, "read_short", None, time.monotonic() - t_start)
-        print("     %d hits, %d misses; extstore_short_reads=%d"
-              % (load.hits, load.misses, st["extstore_short_reads"]))
+        finish(s, load, t_start, "read_short", None,
+               "extstore_short_reads=%d" % st["extstore_short_reads"])
 
 
 @test
@@ -396,11 +399,8 @@ def blocks_overwritten_under_load():
             os.close(fd)
         st = stats(s.port)
         check(st["badcrc_from_extstore"] > 0, "bad checksums counted")
-        load.stop()
-        check(s.alive(), "server alive")
-        check_logged(s, "badcrc", None, time.monotonic() - t_start)
-        print("     %d hits, %d misses; badcrc_from_extstore=%d"
-              % (load.hits, load.misses, st["badcrc_from_extstore"]))
+        finish(s, load, t_start, "badcrc", None,
+               "badcrc_from_extstore=%d" % st["badcrc_from_extstore"])
 
 
 # --------------------------------------------------------------------------

@@ -78,22 +78,22 @@ def open_idle(port, n):
     return socks
 
 
-def open_half_line(port, n):
-    socks = []
-    for _ in range(n):
-        s = socket.create_connection((HOST, port))
-        s.sendall(b"get k\r\nget some_key_still_arri")
-        socks.append(s)
-    return socks
-
-
-def open_half_data(port, n):
+def open_sending(port, n, payload):
+    """n connections, connection i having sent payload(i)."""
     socks = []
     for i in range(n):
         s = socket.create_connection((HOST, port))
-        s.sendall(b"set half%d 0 0 100\r\n" % i + b"a" * 50)
+        s.sendall(payload(i))
         socks.append(s)
     return socks
+
+
+def open_half_line(port, n):
+    return open_sending(port, n, lambda i: b"get k\r\nget some_key_still_arri")
+
+
+def open_half_data(port, n):
+    return open_sending(port, n, lambda i: b"set half%d 0 0 100\r\n" % i + b"a" * 50)
 
 
 def open_not_reading(port, n):
