@@ -75,7 +75,8 @@ static const char *const state_names[] = {
  * write event. Lent by the worker's pool (conn_act_take) when input
  * arrives and given back once the connection waits, idle, for its next
  * command (conn_settle), as memcached lends read buffers. The read buffer
- * is lent on its own, while unparsed input is in it.
+ * is lent on its own, while unparsed input is in it or its last read
+ * filled it.
  */
 struct conn_act {
     struct dispatch_ctx  d;
