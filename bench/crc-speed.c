@@ -1,7 +1,7 @@
 /*
  * crc-speed.c -- microseconds per 4 KB of the flash record checksum:
  * CRC-32C (hash_crc32c: SSE4.2 where the CPU has it) against murmur3
- * (hash_seeded, the checksum until session 13). notes/flash.md cites it.
+ * (hash_seeded, the checksum before 0bf50b2). notes/flash.md cites it.
  *
  *   gcc -std=c11 -O2 -Iinclude/util bench/crc-speed.c src/util/hash.c \
  *       -lpthread -o /tmp/crc-speed && /tmp/crc-speed

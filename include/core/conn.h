@@ -13,15 +13,15 @@
  * filled it (a pipelining client: more is on its way, and it is read in
  * the same turn), and the request in progress with its output queue
  * until every answer is sent (with -S, for as long as the SASL state
- * lives). Output
- * is bounded by pausing input while more than CONN_OUT_HIGH bytes wait in
+ * lives). Output is bounded by pausing input while more than CONN_OUT_HIGH
+ * bytes wait in
  * all (values queued by reference, which pin their items), more than
  * CONN_OUT_COPY_HIGH bytes of copied answers or CONN_OUT_SEGS pieces wait,
  * or DISPATCH_DUMP_FLASH_MAX lines of a dump's flash items (about 2 KB
  * each until sent); once the socket has refused part of what was sent (a
  * client that reads slowly or not at all), the bounds are the _SLOW ones.
  * A client that pipelines requests and never reads thus holds about its
- * read buffer, 4 KB of copied answers and 1 KB of bookkeeping; the large
+ * read buffer, 2 KB of copied answers and 1 KB of bookkeeping; the large
  * bounds are reached only by answers held back while their own line is
  * still arriving (a long multi-get: conn.c), or queued in one turn before
  * the socket refused anything.

@@ -110,12 +110,13 @@ uint8_t  slab_clsid(size_t size);
  * the limit and its own class has no slab. Chunk sizes are grouped by
  * factors of SLAB_SHARE (memcached's default spacing between classes)
  * from the smallest class; the item then goes to the nearest larger class
- * of its own class's group that has a slab, and with none, to the group's
- * largest class, whose first slab is granted past the limit (the
- * first-slab rule). Past the limit a cache thus carves at most one first
- * slab per group, about as many as memcached has classes at its default
- * -f, whatever -f is; below it, every class carves its own. An item so
- * placed wastes at most SLAB_SHARE times what its own class would.
+ * that has a slab, within its own class's group or SLAB_SHARE times the
+ * item, and with none, to the group's largest class, whose first slab is
+ * granted past the limit (the first-slab rule). Past the limit a cache
+ * thus carves at most one first slab per group, about as many as memcached
+ * has classes at its default -f, whatever -f is; below it, every class
+ * carves its own. An item so placed takes a chunk at most about SLAB_SHARE
+ * times its own class's (memcached's worst case at its spacing).
  */
 #define SLAB_SHARE 1.25
 uint8_t  slab_clsid_alloc(size_t size);

@@ -24,7 +24,7 @@
  * may take before this one's next try (4 writers at -m 8 with the flash
  * tier lost 8 such races in a row in about 1 run of 20 of test_flash.py's
  * load_overflows_into_flash, answering a set out of memory although every
- * eviction had freed a chunk; session 13). Each lost race stored someone's
+ * eviction had freed a chunk, before aab4a63). Each lost race stored someone's
  * item, so the bound is only against a livelock. */
 #define CACHE_ALLOC_ROUNDS  64
 #define CACHE_REBUILD_TRIES 8   /* rebuild rounds lost to races before giving up */

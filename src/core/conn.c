@@ -994,10 +994,12 @@ conn_feed_block(struct conn *c)
     return true;
 }
 
+/* Handle what is buffered; *handled counts requests of this event, at
+ * most -R of them (then the connection yields). */
 static void
-conn_process(struct conn *c)
+conn_process_counted(struct conn *c, long *counted)
 {
-    long handled = 0;
+    long handled = *counted;
 
     while (c->state != CONN_CLOSING) {
         if (dispatch_out_full(&c->a->d)) {
@@ -1077,6 +1079,15 @@ conn_process(struct conn *c)
     if (c->a->rpos == c->a->rlen) {
         c->a->rpos = c->a->rlen = c->a->peek_end = 0;
     }
+    *counted = handled;
+}
+
+static void
+conn_process(struct conn *c)
+{
+    long handled = 0;
+
+    conn_process_counted(c, &handled);
 }
 
 /* --- writing ------------------------------------------------------------------------ */
@@ -1232,13 +1243,14 @@ conn_on_read(evutil_socket_t fd, short what, void *arg)
     if (!c->yielded && c->state != CONN_DUMP && conn_read(c) < 0) {
         c->state = CONN_CLOSING;
     } else {
+        long handled = 0;
         c->yielded = false;
-        conn_process(c);
-        if (conn_read_again(c)) {
+        conn_process_counted(c, &handled);
+        if (conn_read_again(c) && handled < settings.reqs_per_event) {
             if (conn_read(c) < 0) {
                 c->state = CONN_CLOSING;
             } else {
-                conn_process(c);
+                conn_process_counted(c, &handled);  /* -R counts both reads */
             }
         }
     }

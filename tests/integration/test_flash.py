@@ -721,7 +721,7 @@ def flashed_item_invalidated_is_served_stale():
     sees it stale (X); a cas with the old unique is refused, one with the
     latest stores. slabcache then answers as for a RAM item (X Z: stale, a
     win already handed out); memcached's recache drops the mark and gives a
-    new CAS (soft_check). Until session 14 slabcache answered EN: the new
+    new CAS (soft_check). Until 8d44924 slabcache answered EN: the new
     CAS made the record unreadable (its CAS was part of the read's check)."""
     a = value_for("ik", 1)
     with flash_server("stale") as s, s.client(timeout=10) as c:
@@ -957,7 +957,7 @@ def reads_through_the_ring():
 def metadump_reads_flash_keys_without_blocking():
     """A dump's flash items: their keys come from their records, read as
     a get's values are (the worker's ring, else the I/O threads), not by a
-    blocking read on the worker (until session 14): every key listed, the
+    blocking read on the worker (until 6d9c4a9): every key listed, the
     reads counted in extstore_ring_reads with the ring (not in
     extstore_objects_read: a dump reads no object), the lines in order
     before END and the answer pipelined behind it, though a connection
