@@ -31,6 +31,7 @@
 #include "crawler.h"
 #include "dispatch.h"
 #include "evict.h"
+#include "sizing.h"
 #include "flash.h"
 #include "item.h"
 #include "listener.h"
@@ -407,7 +408,7 @@ main(int argc, char **argv)
     clock_setup();
     if (evict_setup(settings.eviction) != 0) {
         fprintf(stderr, "slabcache: invalid value '%s' for --eviction: "
-                "expected a comma-separated list of lru, random, lra, lrc, none\n", settings.eviction);
+                "expected a comma-separated list of auto, lru, random, lra, lrc, none\n", settings.eviction);
         return EX_USAGE;
     }
     int auth_rc = auth_setup();
@@ -443,6 +444,11 @@ main(int argc, char **argv)
     if (storage_rc != 0) {
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
+    if (sizing_setup(settings.maxbytes, (uint32_t)(settings.maxbytes / slab_size())) != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
+        return EXIT_FAILURE;
+    }
+    item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_SIZE, reserved_fds());
     logger_setup((uint32_t)settings.watcher_logbuf_kb * 1024);
@@ -463,6 +469,8 @@ main(int argc, char **argv)
     evict_bg_stop();
     crawler_teardown();
     item_set_evict_hook(NULL);
+    item_set_ref_hook(NULL);
+    sizing_teardown();
     logger_teardown();
     stats_teardown();
     evict_teardown();

@@ -50,9 +50,12 @@ struct evict_policy {
     int             (*setup)(void);
     void            (*teardown)(void);
     evict_rstatus_t (*evict)(struct evict_req *req);  /* no lock held */
+    /* Its item-level part alone (the background evictor's way), or NULL. */
+    evict_rstatus_t (*evict_items)(struct evict_req *req);
 };
 
 /* Policies, one file each under src/evict/. */
+extern const struct evict_policy evict_policy_auto;
 extern const struct evict_policy evict_policy_lru;
 extern const struct evict_policy evict_policy_random;
 extern const struct evict_policy evict_policy_lra;
@@ -132,6 +135,15 @@ evict_rstatus_t evict_slab_oldest(struct evict_req *req,
  * a few of them. Another class's only slab is spared as usual.
  */
 evict_rstatus_t evict_slab_for(uint8_t cls);
+/*
+ * The measured allocator (evict_auto.c): the class whose slab should go to
+ * cls now -- the one whose last slab earns least, when cls's next slab
+ * earns more beyond the measurement's noise, or when its last slab earns
+ * nothing measurable -- or 0. any: the cheapest, whatever cls would earn.
+ */
+uint8_t         evict_auto_donor(uint8_t cls, bool any);
+/* Slabs the measured allocator moved. */
+uint64_t        evict_auto_moves(void);
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */

@@ -135,6 +135,7 @@ typedef enum stats_section {
     STATS_SLABS,
     STATS_ITEMS,
     STATS_SIZES,
+    STATS_SIZING,
     STATS_CONNS,
     STATS_UNKNOWN,
 } stats_section_t;

@@ -600,6 +600,23 @@ typedef void (*item_evict_hook_fn)(struct item *it, rel_time_t now);
 void          item_set_evict_hook(item_evict_hook_fn fn);
 
 /*
+ * Called on every reference to a key, under its partition lock: a get
+ * that found a live item of cls (ITEM_REF_HIT), a get that found nothing
+ * (ITEM_REF_MISS, cls 0), an item of cls linked by a store
+ * (ITEM_REF_STORE). cls is the class whose memory holds the item (a
+ * chained item's body class). hv is the key's hash.
+ * It must take no storage lock. How the allocator measures what memory
+ * earns in each class (evict/sizing.h) without storage knowing of it.
+ */
+typedef enum item_ref {
+    ITEM_REF_HIT,
+    ITEM_REF_MISS,
+    ITEM_REF_STORE,
+} item_ref_t;
+typedef void (*item_ref_hook_fn)(uint32_t hv, uint8_t cls, item_ref_t kind);
+void          item_set_ref_hook(item_ref_hook_fn fn);
+
+/*
  * The LRU crawler's step (lru_crawler crawl): look at up to max chunks of
  * the selected classes from *cur on, unlinking the expired and flushed
  * items found, each under its own partition lock, so requests never wait

@@ -70,10 +70,10 @@
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
     X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \
     X(admin_listen,    STR,     0,   "admin-listen",        "127.0.0.1", 0,    0,           "admin_listen",      "address the admin port listens on") \
-    X(eviction,        STR,     0,   "eviction",            "lrc,lru",   0,    0,           "evictions_policy",  "eviction policies in order: lru, random, lra, lrc, none") \
+    X(eviction,        STR,     0,   "eviction",            "auto",      0,    0,           "evictions_policy",  "eviction policies in order: auto, lru, random, lra, lrc, none") \
     X(hashpower,       XNUM,    0,   "hashpower",           16,          12,   32,          "hashpower_init",    "initial hash table size: 2^N buckets") \
     X(slab_reassign,   XSWITCH, 0,   "slab_reassign",       true,        0,    1,           "slab_reassign",     "slabs may move between classes (no_slab_reassign: item-level eviction only)") \
-    X(automove,        XNUM,    0,   "slab_automove",       -1,          0,    2,           "slab_automove",     "memcached's mover levels as eviction stacks: 0 lru, 1 lra,lru, 2 lrc (default: --eviction)") \
+    X(automove,        XNUM,    0,   "slab_automove",       -1,          0,    2,           "slab_automove",     "memcached's mover levels as eviction stacks: 0 lru, 1 auto, 2 lrc (default: --eviction)") \
     X(first_slab,      XBOOL,   0,   "first_slab_past_limit", true,      0,    1,           "first_slab_past_limit", "past -m, a group of classes within 1.25x with no slab gets one, as memcached's first page") \
     X(slab_chunk_max,  XNUM,    0,   "slab_chunk_max",      0,           0,    1073741824,  "slab_chunk_max",    "largest slab chunk in bytes, dividing -I; larger items are chained from chunks of it (0: -I, nothing chained)") \
     X(slab_rescue,     XBOOL,   0,   "slab_rescue",         true,        0,    1,           "slab_rescue",       "a slab emptied for another class moves its recently read items to its class's coldest chunks") \

@@ -28,6 +28,7 @@ struct evict_stack {
 };
 
 static const struct evict_policy *const known[] = {
+    &evict_policy_auto,
     &evict_policy_lru,
     &evict_policy_random,
     &evict_policy_lra,
@@ -182,7 +183,7 @@ static bool
 stack_has_item_level_after(const struct evict_stack *s, size_t i)
 {
     for (size_t j = i + 1; j < s->n; j++) {
-        if (!s->policy[j]->slab_level && s->policy[j] != &evict_policy_none) {
+        if (s->policy[j]->evict_items != NULL) {
             return true;
         }
     }
@@ -211,7 +212,7 @@ evict_has_slab_level(void)
 const char *
 evict_automove_stack(unsigned level)
 {
-    static const char *const stacks[] = { "lru", "lrc,lru", "lrc" };
+    static const char *const stacks[] = { "lru", "auto", "lrc" };
 
     return level < 3 ? stacks[level] : NULL;
 }
@@ -225,7 +226,7 @@ evict_automove_level(void)
         return 0;
     }
     for (size_t i = 0; i < s->n; i++) {
-        if (!s->policy[i]->slab_level && s->policy[i] != &evict_policy_none) {
+        if (s->policy[i]->evict_items != NULL) {
             return 1;
         }
     }
@@ -278,7 +279,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
     return false;
 }
 
-/* Walk the stack until a policy frees memory; items_only skips slab-level. */
+/* Walk the stack until a policy frees memory; items_only: item-level parts only. */
 static evict_rstatus_t
 stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
 {
@@ -296,13 +297,13 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
 
     for (size_t i = 0; s != NULL && i < s->n; i++) {
         const struct evict_policy *p = s->policy[i];
-        if (items_only && p->slab_level) {
+        if (items_only && p->evict_items == NULL) {
             continue;
         }
         req.gated = p->slab_level && stack_has_item_level_after(s, i);
         req.damp = req.gated;
         req.freed = 0;
-        if (p->evict(&req) == EVICT_OK) {
+        if ((items_only ? p->evict_items(&req) : p->evict(&req)) == EVICT_OK) {
             if (freed != NULL) {
                 *freed = req.freed;
             }

@@ -18,4 +18,5 @@ const struct evict_policy evict_policy_lru = {
     .setup = NULL,
     .teardown = NULL,
     .evict = lru_evict,
+    .evict_items = lru_evict,
 };

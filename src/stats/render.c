@@ -267,6 +267,8 @@ stats_render_json(stats_write_fn w, void *ctx)
     put(w, ctx, ",\n  ");
     json_section(w, ctx, "items", STATS_ITEMS, "classes");
     put(w, ctx, ",\n  ");
+    json_section(w, ctx, "sizing", STATS_SIZING, "classes");
+    put(w, ctx, ",\n  ");
     json_section(w, ctx, "conns", STATS_CONNS, "connections");
     put(w, ctx, "\n}\n");
 }
@@ -549,9 +551,51 @@ prom_slabs(stats_write_fn w, void *ctx, const struct prom_sections *s)
     }
 }
 
+/*
+ * `stats sizing` as gauges: the hit ratio the workload would have at each
+ * multiple of -m, and per class the slabs it would have at 1x -m, the
+ * hits its last slab earns and one slab more would earn.
+ */
+static void
+prom_sizing(stats_write_fn w, void *ctx, const struct stats_pairs *p)
+{
+    static const char *const fields[][3] = {
+        { "wanted_slabs", "slabcache_sizing_wanted_slabs",
+          "Slabs the class would hold at -m, divided by measured hits." },
+        { "last_slab_hits", "slabcache_sizing_last_slab_hits",
+          "Gets in the window that the class's last slab earns (estimated)." },
+        { "next_slab_hits", "slabcache_sizing_next_slab_hits",
+          "Gets in the window that one slab more would earn the class (estimated)." },
+    };
+
+    prom_head(w, ctx, "slabcache_sizing_hit_ratio", "gauge",
+              "Hit ratio the measured gets would have at a multiple of -m.");
+    for (size_t i = 0; i < p->n; i++) {
+        if (strncmp(p->v[i].name, "hit_ratio_at_", 13) == 0) {
+            putf(w, ctx, "slabcache_sizing_hit_ratio{memory=\"%s\"} %s\n",
+                 p->v[i].name + 13, p->v[i].value);
+        }
+    }
+    prom_head(w, ctx, "slabcache_sizing_memory_bytes", "gauge",
+              "Memory the measurement holds (at most 1% of -m).");
+    putf(w, ctx, "slabcache_sizing_memory_bytes %s\n",
+         pairs_get(p, "sizing_memory") != NULL ? pairs_get(p, "sizing_memory") : "0");
+    for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+        prom_head(w, ctx, fields[f][1], "gauge", fields[f][2]);
+        for (size_t i = 0; i < p->n; i++) {
+            const char *rest;
+            if (class_prefix(p->v[i].name, &rest) != 0 && strcmp(rest, fields[f][0]) == 0) {
+                putf(w, ctx, "%s{slab=\"%u\"} %s\n", fields[f][1],
+                     (unsigned)strtoul(p->v[i].name, NULL, 10), p->v[i].value);
+            }
+        }
+    }
+}
+
 void
 stats_render_prometheus(stats_write_fn w, void *ctx)
 {
+    struct stats_pairs sizing;
     struct prom_sections s;
 
     pairs_collect(&s.general, STATS_GENERAL);
@@ -560,6 +604,9 @@ stats_render_prometheus(stats_write_fn w, void *ctx)
     pairs_collect(&s.items, STATS_ITEMS);
     prom_general(w, ctx, &s);
     prom_slabs(w, ctx, &s);
+    pairs_collect(&sizing, STATS_SIZING);
+    prom_sizing(w, ctx, &sizing);
+    pairs_free(&sizing);
     pairs_free(&s.general);
     pairs_free(&s.settings);
     pairs_free(&s.slabs);

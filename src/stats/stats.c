@@ -21,6 +21,7 @@
 #include "flash.h"
 #include "item.h"
 #include "settings.h"
+#include "sizing.h"
 #include "slab.h"
 
 #define STATS_MAX_THREADS 128
@@ -52,6 +53,7 @@ static const struct {
     { "slabs", STATS_SLABS },
     { "items", STATS_ITEMS },
     { "sizes", STATS_SIZES },
+    { "sizing", STATS_SIZING },
     { "conns", STATS_CONNS },
 };
 
@@ -676,6 +678,68 @@ emit_items(stats_emit_fn emit, void *ctx)
     }
 }
 
+/*
+ * `stats sizing`: what memory earns, measured (evict/sizing.h). The hit
+ * ratio the current gets would have at each multiple of -m (memory divided
+ * among the classes at best), and per class the gets, the hits of its last
+ * slab and of one slab more, and the slabs it would have at 1x -m. Gets are
+ * the measurement window's (halved as it slides), estimated from a sample.
+ */
+static const struct {
+    const char *name;
+    unsigned    quarters;       /* of -m */
+} sizing_points[] = {
+    { "0.25x", 1 }, { "0.5x", 2 }, { "0.75x", 3 }, { "1x", 4 },
+    { "1.5x", 6 }, { "2x", 8 }, { "4x", 16 },
+};
+
+static void
+emit_double(stats_emit_fn emit, void *ctx, const char *name, double v)
+{
+    char buf[32];
+
+    snprintf(buf, sizeof(buf), "%.4f", v);
+    emit(ctx, name, buf);
+}
+
+static void
+emit_sizing(stats_emit_fn emit, void *ctx)
+{
+    uint32_t slabs = (uint32_t)(slab_limit() / slab_size());
+    uint32_t want[SLAB_CLASS_MAX + 1];
+    char key[64];
+
+    struct sizing_state st;
+    sizing_state(&st);
+    emit_u64(emit, ctx, "sizing_memory", st.bytes);
+    emit_u64(emit, ctx, "sizing_memory_limit", st.budget);
+    emit_u64(emit, ctx, "sizing_keys_sampled", st.samples);
+    emit_u64(emit, ctx, "sizing_sample_shift", st.shift);
+    emit_u64(emit, ctx, "sizing_slabs_moved", evict_auto_moves());
+    emit_u64(emit, ctx, "sizing_limit_slabs", slabs);
+    for (size_t i = 0; i < sizeof(sizing_points) / sizeof(sizing_points[0]); i++) {
+        snprintf(key, sizeof(key), "hit_ratio_at_%s", sizing_points[i].name);
+        emit_double(emit, ctx, key,
+                    sizing_curve((uint32_t)((uint64_t)slabs * sizing_points[i].quarters / 4),
+                                 NULL));
+    }
+    (void)sizing_curve(slabs, want);
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        uint32_t have = slab_class_slabs(c);
+        double gets = sizing_gets(c);
+        if (gets <= 0 && have == 0) {
+            continue;
+        }
+        emit_class_u64(emit, ctx, "", c, "slabs", have);
+        emit_class_u64(emit, ctx, "", c, "wanted_slabs", want[c]);
+        emit_class_u64(emit, ctx, "", c, "gets", (uint64_t)(gets + 0.5));
+        emit_class_u64(emit, ctx, "", c, "last_slab_hits",
+                       (uint64_t)(have > 0 ? sizing_hits(c, have - 1, have, NULL) + 0.5 : 0));
+        emit_class_u64(emit, ctx, "", c, "next_slab_hits",
+                       (uint64_t)(sizing_hits(c, have, have + 1, NULL) + 0.5));
+    }
+}
+
 void
 stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx)
 {
@@ -685,6 +749,7 @@ stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx)
     case STATS_SLABS:    emit_slabs(emit, ctx); break;
     case STATS_ITEMS:    emit_items(emit, ctx); break;
     case STATS_SIZES:    emit_str(emit, ctx, "sizes_status", "disabled"); break;
+    case STATS_SIZING:   emit_sizing(emit, ctx); break;
     case STATS_CONNS:
         if (conns_provider != NULL) {
             conns_provider(emit, ctx);

@@ -31,6 +31,7 @@
 
 struct item_class_state       item_classes[SLAB_CLASS_MAX + 1];
 _Atomic item_evict_hook_fn    item_evict_hook;
+_Atomic item_ref_hook_fn      item_ref_hook;
 bool                          item_cas_enabled;
 _Atomic uint64_t              item_cas_seq;
 _Atomic bool                  item_slab_rescue_on = true;
@@ -44,6 +45,12 @@ void
 item_set_evict_hook(item_evict_hook_fn fn)
 {
     atomic_store_explicit(&item_evict_hook, fn, memory_order_release);
+}
+
+void
+item_set_ref_hook(item_ref_hook_fn fn)
+{
+    atomic_store_explicit(&item_ref_hook, fn, memory_order_release);
 }
 
 int
@@ -173,6 +180,7 @@ item_link(struct item *it, uint32_t hv, bool fresh)
     atomic_fetch_add(&it->refs, 1u | (uint32_t)ITEM_LINKED << ITEM_REF_BITS);
     assoc_insert(it, hv);
     item_unlink_others(it, hv);
+    item_ref_note(hv, it, ITEM_REF_STORE);
     if (fresh) {
         item_probation_push(it);
     }
@@ -332,6 +340,8 @@ item_get_probed(const struct item_probe *p, bool touch, rel_time_t exptime,
         }
         do_item_bump(it);
     }
+    /* Under the lock: the item cannot be freed while its class is read. */
+    item_ref_note(hv, it, it != NULL ? ITEM_REF_HIT : ITEM_REF_MISS);
     assoc_unlock(hv);
     return it;
 }
@@ -530,6 +540,9 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
         if (m->bump) {
             do_item_bump(it);
         }
+    }
+    if (!m->created) {
+        item_ref_note(hv, it, it != NULL ? ITEM_REF_HIT : ITEM_REF_MISS);
     }
     assoc_unlock(hv);
     if (rb != NULL && rb->fresh != NULL) {

@@ -48,6 +48,7 @@ struct item_class_state {
 
 extern struct item_class_state       item_classes[SLAB_CLASS_MAX + 1];
 extern _Atomic item_evict_hook_fn    item_evict_hook;
+extern _Atomic item_ref_hook_fn      item_ref_hook;
 extern bool                          item_cas_enabled;
 extern _Atomic uint64_t              item_cas_seq;
 extern _Atomic bool                  item_slab_rescue_on;
@@ -249,5 +250,22 @@ void          item_probation_push(struct item *it);
 void          item_probation_teardown(void);
 /* Class lock held: the sweep; chunks freed into the class. */
 uint32_t      item_clock_evict(uint8_t cls, uint32_t max, rel_time_t now);
+
+/* The class whose memory holds it: a chained item's body class. */
+static inline uint8_t
+item_ref_class(struct item *it)
+{
+    return item_chained(it) ? item_chain_cls : slab_cls_of(it);
+}
+
+static inline void
+item_ref_note(uint32_t hv, struct item *it, item_ref_t kind)
+{
+    item_ref_hook_fn fn = atomic_load_explicit(&item_ref_hook, memory_order_acquire);
+
+    if (fn != NULL) {
+        fn(hv, it != NULL ? item_ref_class(it) : 0, kind);
+    }
+}
 
 #endif

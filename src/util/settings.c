@@ -571,7 +571,7 @@ check_automove(void)
     if (level < 0) {
         return 0;
     }
-    if (strcmp(settings.eviction, "lrc,lru") != 0) {
+    if (strcmp(settings.eviction, "auto") != 0) {
         fprintf(stderr, "slabcache: -o slab_automove/no_slab_reassign and --eviction "
                 "both choose the eviction stack: give one\n");
         return -1;

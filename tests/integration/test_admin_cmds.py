@@ -92,7 +92,7 @@ def slabs_automove_picks_the_eviction_stack():
         eq(c.cmd("slabs automove 0"), "OK")
         if is_memcached():
             return
-        expect = {"0": "lru", "1": "lrc,lru", "2": "lrc"}
+        expect = {"0": "lru", "1": "auto", "2": "lrc"}
         for level, stack in expect.items():
             eq(c.cmd("slabs automove " + level), "OK")
             st = c.stats("settings")

@@ -74,7 +74,7 @@ def stats_json_has_every_section_with_numbers():
         d = stats_json(port)
         proto = c.stats()
         slabs = c.stats("slabs")
-    eq(sorted(d), ["conns", "items", "settings", "slabs", "stats"], "sections")
+    eq(sorted(d), ["conns", "items", "settings", "sizing", "slabs", "stats"], "sections")
     st = d["stats"]
     for name in ("get_hits", "get_misses", "cmd_set", "curr_items", "curr_connections"):
         check(isinstance(st[name], int), "%s is a JSON number: %r" % (name, st[name]))
@@ -83,7 +83,7 @@ def stats_json_has_every_section_with_numbers():
     eq(st["curr_items"], 30, "curr_items")
     check(isinstance(st["rusage_user"], float), "rusage_user is a number")
     eq(st["version"], "1.6.18", "version stays a string")
-    eq(d["settings"]["evictions_policy"], "lrc,lru", "a string setting")
+    eq(d["settings"]["evictions_policy"], "auto", "a string setting")
     eq(d["settings"]["maxconns"], 1024, "a number setting")
     classes = d["slabs"]["classes"]
     want = sorted({k.split(":")[0] for k in slabs if ":" in k}, key=int)
@@ -114,7 +114,7 @@ def counters_move_with_traffic():
           "read bytes moved")
     per_slab = [k for k in m1 if k[0] == "memcached_slab_current_items"]
     eq(sum(m1[k] for k in per_slab), 20, "memcached_slab_current_items sum")
-    eq(m1[("slabcache_eviction_policy", (("policy", "lrc,lru"),))], 1, "slabcache's own")
+    eq(m1[("slabcache_eviction_policy", (("policy", "auto"),))], 1, "slabcache's own")
 
 
 @test

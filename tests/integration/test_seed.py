@@ -59,6 +59,15 @@ def check_moves(policy, newest_min):
 
 
 @test
+def seed_auto():
+    """The default: the old classes' slabs earn no hits (nobody reads), so
+    they go to the class being stored (evict_auto.c). Issue 28 asks for at
+    least 48 of 64 slabs at full scale: 6 of 8 here."""
+    slabcache_only()
+    check_moves("auto", 6)
+
+
+@test
 def seed_lra():
     slabcache_only()
     check_moves("lra", 6)
@@ -93,7 +102,7 @@ def seed_with_flash_keeps_phase1_index():
         raise SkipCheck("ASan build: a measurement of a load, not of correctness")
     with tempfile.TemporaryDirectory(dir=os.path.dirname(server_binary())) as d, \
             tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [sys.executable, SCRIPT, "--server", "slabcache", "--policy", "lrc,lru",
+        cmd = [sys.executable, SCRIPT, "--server", "slabcache", "--policy", "auto",
                "--memory", str(SLABS), "--conns", "20", "--scale", "2",
                "--threads", "2", "--phase-timeout", "60",
                "--slabcache", server_binary(), "--loadgen", LOADGEN,

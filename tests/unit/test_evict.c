@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "evict.h"
 #include "item.h"
+#include "sizing.h"
 #include "slab.h"
 
 #define SLAB_SZ   (64 * 1024)
@@ -52,6 +53,7 @@ teardown(void)
     item_teardown();
     assoc_teardown();
     slab_teardown();
+    sizing_teardown();
     evict_teardown();
 }
 
@@ -898,6 +900,139 @@ START_TEST(test_slab_evict_moves_items_to_free_chunks)
 }
 END_TEST
 
+/* --- the measured allocator (auto) ------------------------------------- */
+
+static uint32_t
+synth_hv(uint8_t cls, uint32_t k)
+{
+    uint64_t x = ((uint64_t)cls << 40 | k) * 0x9e3779b97f4a7c15ull;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(x >> 32);
+}
+
+/*
+ * Requests measured for cls (sizing.h), without items behind them: gets
+ * uniform over `slabs` slabs' worth of keys, so every slab of the class's
+ * hit curve up to there earns gets / slabs hits.
+ */
+static void
+measure_uniform(uint8_t cls, uint32_t slabs, uint32_t gets, uint64_t *seed)
+{
+    uint32_t keys = slabs * slab_class_perslab(cls);
+
+    for (uint32_t k = 0; k < keys; k++) {
+        sizing_ref(synth_hv(cls, k), cls, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < gets; i++) {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        sizing_ref(synth_hv(cls, (uint32_t)(*seed % keys)), cls, ITEM_REF_HIT);
+    }
+}
+
+/* Fill: class A's items in the first `a_slabs` slabs, B's in the rest. */
+static void
+fill_two(uint32_t a_slabs)
+{
+    char key[32];
+    uint8_t a = cls_of(SMALL_LEN);
+
+    for (uint32_t i = 0; slabs_of(a) < a_slabs || slab_class_free(a) > 0; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    for (uint32_t i = 0;; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        if (store(key, LARGE_LEN) != ITEM_OK) {
+            break;
+        }
+    }
+    ck_assert_uint_eq(slabs_of(a) + slabs_of(cls_of(LARGE_LEN)), NSLABS);
+}
+
+/* Four slabs each for A and B, then `auto`. */
+static void
+auto_four_and_four(void)
+{
+    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    fill_two(4);
+    ck_assert_uint_eq(slabs_of(cls_of(LARGE_LEN)), 4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+}
+
+/* Class B's next slab earns more than A's last: B gains slabs from A. */
+START_TEST(test_auto_gives_slabs_to_higher_marginal_hits)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint64_t seed = 7;
+    char key[32];
+
+    auto_four_and_four();
+    measure_uniform(a, 6, 6000, &seed);      /* 1,000 hits a slab */
+    measure_uniform(b, 12, 18000, &seed);    /* 1,500 hits a slab */
+    ck_assert_uint_eq(evict_auto_donor(b, false), a);
+    ck_assert_uint_eq(evict_auto_donor(a, false), 0);
+    uint64_t moved = evict_auto_moves();
+    for (uint32_t i = 100; i < 112; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_gt(slabs_of(b), 4);
+    ck_assert_uint_eq(slabs_of(a) + slabs_of(b), NSLABS);
+    ck_assert_uint_eq(evict_auto_moves() - moved, slabs_of(b) - 4);
+}
+END_TEST
+
+/* Two classes whose next and last slabs earn the same trade nothing. */
+START_TEST(test_auto_equal_classes_do_not_trade)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint64_t seed = 11;
+    char key[32];
+
+    auto_four_and_four();
+    measure_uniform(a, 6, 6000, &seed);
+    measure_uniform(b, 6, 6000, &seed);
+    ck_assert_uint_eq(evict_auto_donor(a, false), 0);
+    ck_assert_uint_eq(evict_auto_donor(b, false), 0);
+    uint64_t moved = evict_auto_moves();
+    for (uint32_t i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "x%u", i);
+        ck_assert_int_eq(store(key, i % 2 ? SMALL_LEN : LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(evict_auto_moves(), moved);
+    ck_assert_uint_eq(slabs_of(a), 4);
+    ck_assert_uint_eq(slabs_of(b), 4);
+}
+END_TEST
+
+/*
+ * A class with no slab gets its first one, measured or not; and memory
+ * nobody reads (a last slab with no measured hit) goes to whoever needs
+ * it: a shift to new keys of a new size, sets only at first.
+ */
+START_TEST(test_auto_first_slab_and_unread_memory)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+
+    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_uint_gt(fill_small("a"), 0);  /* policy none: until refused */
+    ck_assert_uint_eq(slabs_of(a), NSLABS);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    /* Nobody reads A: B, storing, takes its slabs one by one. */
+    char key[32];
+    for (uint32_t i = 1; i < 3 * slab_class_perslab(b) + 1; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_ge(slabs_of(b), 3);
+}
+END_TEST
+
 START_TEST(test_configure_validates)
 {
     char names[EVICT_NAMES_MAX];
@@ -1132,6 +1267,9 @@ evict_suite(void)
     tcase_add_test(tc, test_empty_slab_taken_before_evicting);
     tcase_add_test(tc, test_gated_lrc_spares_a_hot_old_slab_for_an_empty_class);
     tcase_add_test(tc, test_configure_validates);
+    tcase_add_test(tc, test_auto_gives_slabs_to_higher_marginal_hits);
+    tcase_add_test(tc, test_auto_equal_classes_do_not_trade);
+    tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);
 

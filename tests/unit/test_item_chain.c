@@ -378,6 +378,27 @@ START_TEST(test_read_chained_item_gets_a_second_chance)
 }
 END_TEST
 
+/*
+ * Every chained item read once (memcached's chunked-items.t reads each
+ * back): one sweep of the body class's hand gives each its second chance
+ * and must still reach one to drop, counting items, not their chunks.
+ */
+START_TEST(test_hand_passes_read_chained_items)
+{
+    uint32_t vlen = 15 * CHUNK_MAX;
+    int n = fill_chained(vlen);
+    ck_assert_int_gt(n, 40);
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "f%d", i);
+        struct item *got = item_get(key, strlen(key), false, 0, NULL);
+        ck_assert_ptr_nonnull(got);
+        item_release(got);
+    }
+    ck_assert_uint_gt(item_clock_pull(top_class(), true, 1), 0);
+}
+END_TEST
+
 START_TEST(test_busy_body_slab_drops_nothing)
 {
     /* Four chained items share the first slab of the body class. */
@@ -417,6 +438,7 @@ chain_suite(void)
     tcase_add_test(tc, test_append_builds_chained_value);
     tcase_add_test(tc, test_referenced_chained_item_keeps_its_slab);
     tcase_add_test(tc, test_busy_body_slab_drops_nothing);
+    tcase_add_test(tc, test_hand_passes_read_chained_items);
     suite_add_tcase(s, tc);
     tcase_add_checked_fixture(tf, setup_small, teardown);
     tcase_add_test(tf, test_body_class_hand_evicts_whole_items);

@@ -95,7 +95,7 @@ assert_defaults(void)
     ck_assert_ptr_null(settings.user);
     ck_assert_int_eq(settings.verbose, 0);
     ck_assert_ptr_null(settings.extended);
-    ck_assert_str_eq(settings.eviction, "lrc,lru");
+    ck_assert_str_eq(settings.eviction, "auto");
     ck_assert_uint_eq(settings.maxbytes, (size_t)64 * 1024 * 1024);
     ck_assert_uint_eq(settings.hashpower, 16);
 }
@@ -145,7 +145,7 @@ START_TEST(test_short_options)
     ck_assert_str_eq(settings.pid_file, "/tmp/sc.pid");
     ck_assert_str_eq(settings.user, "nobody");
     /* untouched ones keep their defaults */
-    ck_assert_str_eq(settings.eviction, "lrc,lru");
+    ck_assert_str_eq(settings.eviction, "auto");
     ck_assert_uint_eq(settings.hashpower, 16);
 }
 END_TEST

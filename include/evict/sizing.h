@@ -1,0 +1,93 @@
+/*
+ * sizing.h -- what a slab earns in each class, measured.
+ *
+ * For every slab class, a sample of the keys requested (spatial sampling
+ * by key hash, as SHARDS: Waldspurger et al., FAST'15) is kept in LRU
+ * order with each key's class, and every sampled get is filed by its
+ * stack distance: how many distinct keys of the class were requested
+ * since this key was last requested. Under LRU a get hits in a class of
+ * capacity C items exactly when its distance is below C, so the histogram
+ * of distances, in slabs of the class's items, is the class's hit curve
+ * at every size at once (Mattson's stack property): the hits its last
+ * slab earns are the gets at distance [S-1, S) slabs, the hits one slab
+ * more would earn the gets at [S, S+1) -- Cliffhanger's shadow queue
+ * (Cidon et al., NSDI'16) is the first slab past S of the same stack.
+ * Distances do not depend on the class's current size, so a slab moved
+ * leaves the measurement valid.
+ *
+ * Gets are weighted by the inverse of their class's sampling rate, so the
+ * figures estimate all gets. Each class samples about SIZING_PER_SLAB keys
+ * per slab of its items, so a class of 10 KB values is measured as finely
+ * as one of 100 B values. Everything (entries, their order, the
+ * histograms) fits in 1% of -m: when the sample outgrows it, every rate is
+ * halved and the keys past the new threshold dropped. The histograms are
+ * halved every SIZING_WINDOW sampled gets per entry of capacity, so they
+ * follow a workload that changes.
+ *
+ * The request path calls sizing_ref() (through storage's reference hook);
+ * an unsampled key costs a multiply and a compare, a sampled one a
+ * mutex and a few hundred nanoseconds.
+ */
+#ifndef SC_SIZING_H
+#define SC_SIZING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "item.h"
+
+#define SIZING_PER_SLAB   1024  /* sampled keys per slab of a class's items, at most */
+#define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
+#define SIZING_WINDOW     4     /* histograms halve every 4x capacity sampled gets */
+#define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
+
+/* limit: -m in bytes; slabs: how many slabs it holds. */
+int      sizing_setup(size_t limit, uint32_t slabs);
+void     sizing_teardown(void);
+bool     sizing_enabled(void);
+
+/* Storage's reference hook (item_set_ref_hook): a get that hit an item
+ * of cls, a get that missed (cls 0), an item of cls linked. */
+void     sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind);
+
+/*
+ * One class at its current size, for the allocation rule: the gets its
+ * last slab earns and those one slab more would earn, with the variance
+ * of each estimate; evidence is the sampled gets behind `last`.
+ */
+struct sizing_edge {
+    double last, last_var;
+    double next, next_var;
+};
+/* For classes 1..ncls at slabs[c] slabs each, under one lock. */
+void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls);
+
+/*
+ * Estimated gets (decayed) at stack distance [from, to) slabs in cls;
+ * *var (may be NULL) receives the estimate's variance (sampling noise).
+ * to past the followed depth includes everything beyond it.
+ */
+double   sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var);
+/* Estimated gets of cls in the window, and those of keys not in the sample. */
+double   sizing_gets(uint8_t cls);
+/*
+ * The hit ratio the measured gets would have with `slabs` slabs divided
+ * among the classes at best (greedy on each class's curve, looking a few
+ * slabs ahead past flat stretches), and that division: split[c] slabs for
+ * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Gets of keys not in
+ * the sample are misses at every size.
+ */
+double   sizing_curve(uint32_t slabs, uint32_t *split);
+/* The stacks' depth in slabs (SIZING_DEPTH x the slabs of -m). */
+uint32_t sizing_depth(void);
+
+struct sizing_state {
+    size_t   bytes;             /* memory the measurement holds */
+    size_t   budget;            /* its bound */
+    uint64_t samples;           /* keys in the sample */
+    unsigned shift;             /* every rate is 2^-shift of its class's own */
+};
+void     sizing_state(struct sizing_state *out);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * evict_auto.c -- memory goes where it earns the most hits, by measurement.
+ *
+ * The rule, one for every class: a class that needs memory while memory
+ * is full takes a slab from the class whose last slab earns the fewest
+ * hits, when its own next slab would earn more by more than the noise of
+ * the two estimates (AUTO_Z standard deviations); otherwise it reuses its
+ * own memory, item by item (the CLOCK, as `lru`). The hits are measured
+ * (sizing.h): sampled LRU stack distances per class, in slabs, so "last
+ * slab" and "next slab" are the class's hit curve on either side of its
+ * current size, and a 10 KB class and a 100 B class compare per byte
+ * (every slab is the same size). A slab whose last hits were too few to
+ * measure (less than one sampled get) earns nothing: like an empty slab
+ * it goes to whoever needs memory, which is how a workload that moves to
+ * new keys of a new size (only sets, at first) takes over the memory of
+ * the old one.
+ *
+ * The pace is the measurement's: nothing moves until a difference stands
+ * out of the noise, and then a slab moves at each eviction while it does,
+ * since stack distances do not depend on the classes' sizes and the
+ * histograms stay valid across moves. The threshold is the hysteresis:
+ * two classes whose next and last slabs earn about the same trade nothing.
+ *
+ * Reading every class's figures costs a lock and a pass over the classes,
+ * so they are read at most every AUTO_VIEW_MS, and again after a move.
+ */
+#include "evict.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "clock.h"
+#include "item.h"
+#include "sizing.h"
+#include "slab.h"
+
+#define AUTO_Z        3.0       /* standard deviations a move must stand out by */
+#define AUTO_VIEW_MS  10
+
+struct auto_view {
+    uint64_t           at_ms;
+    uint32_t           slabs[SLAB_CLASS_MAX + 1];
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+    uint8_t            order[SLAB_CLASS_MAX];   /* classes that may give, cheapest first */
+    unsigned           n;
+};
+
+static pthread_mutex_t  view_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct auto_view view;
+static _Atomic bool     view_stale = true;
+static _Atomic uint64_t moves;
+
+/* A class's last slab measured at less than one sampled get earns nothing. */
+static bool
+edge_unmeasured(const struct sizing_edge *e)
+{
+    return e->last_var <= 0.0 || e->last * e->last < e->last_var;
+}
+
+static double
+edge_value(uint8_t c)
+{
+    return edge_unmeasured(&view.edge[c]) ? 0.0 : view.edge[c].last;
+}
+
+/*
+ * A class may give a slab if it has one that may move: not its only slab
+ * under the first-slab rule (it would carve another past -m at once), nor
+ * a slab of the flash tier's stubs while they are kept (evict_stubs_kept).
+ */
+static bool
+may_give(uint8_t c, uint8_t stubs)
+{
+    uint32_t keep = slab_first_past_limit() ? 1 : 0;
+
+    return view.slabs[c] > keep && c != stubs;
+}
+
+static void
+view_refresh(uint64_t now)
+{
+    unsigned ncls = slab_class_count();
+    uint8_t stubs = evict_stubs_kept();
+
+    for (unsigned c = 1; c <= ncls; c++) {
+        view.slabs[c] = slab_class_slabs((uint8_t)c);
+    }
+    sizing_edges(view.slabs, view.edge, ncls);
+    view.n = 0;
+    for (unsigned c = 1; c <= ncls; c++) {
+        if (!may_give((uint8_t)c, stubs)) {
+            continue;
+        }
+        double v = edge_value((uint8_t)c);
+        unsigned i = view.n++;
+        while (i > 0 && edge_value(view.order[i - 1]) > v) {
+            view.order[i] = view.order[i - 1];
+            i--;
+        }
+        view.order[i] = (uint8_t)c;
+    }
+    view.at_ms = now;
+    atomic_store(&view_stale, false);
+}
+
+/* Whether cls's next slab earns more than donor's last, beyond the noise. */
+static bool
+move_pays(uint8_t cls, uint8_t donor)
+{
+    const struct sizing_edge *to = &view.edge[cls], *from = &view.edge[donor];
+
+    if (edge_unmeasured(from)) {
+        return true;
+    }
+    double d = to->next - from->last;
+    return d > 0 && d * d > AUTO_Z * AUTO_Z * (to->next_var + from->last_var);
+}
+
+/*
+ * The k-th class (0: the cheapest) that should give cls a slab now, or 0.
+ * any: whatever cls would earn. The order is by what the last slab earns,
+ * so once one does not pay, none after it does.
+ */
+static uint8_t
+donor_at(uint8_t cls, bool any, unsigned k)
+{
+    uint64_t now = clock_now_ms();
+    uint8_t donor = 0;
+
+    pthread_mutex_lock(&view_lock);
+    if (atomic_load(&view_stale) || now >= view.at_ms + AUTO_VIEW_MS) {
+        view_refresh(now);
+    }
+    for (unsigned i = 0, seen = 0; i < view.n; i++) {
+        if (view.order[i] == cls) {
+            continue;
+        }
+        if (seen++ == k) {
+            donor = view.order[i];
+            break;
+        }
+    }
+    if (donor != 0 && !any && !move_pays(cls, donor)) {
+        donor = 0;
+    }
+    pthread_mutex_unlock(&view_lock);
+    return donor;
+}
+
+uint8_t
+evict_auto_donor(uint8_t cls, bool any)
+{
+    return donor_at(cls, any, 0);
+}
+
+/* The donor's least recently accessed slab that may move, into cls. */
+static bool
+move_from(uint8_t donor, uint8_t cls)
+{
+    uint32_t tried[EVICT_PICKS];
+    uint32_t n = slab_table_count();
+
+    for (int pick = 0; pick < EVICT_PICKS; pick++) {
+        uint32_t best = SLAB_ID_NONE;
+        uint64_t best_ms = UINT64_MAX;
+        for (uint32_t sid = 0; sid < n; sid++) {
+            struct slab_info info;
+            bool seen = false;
+            for (int i = 0; i < pick; i++) {
+                seen = seen || tried[i] == sid;
+            }
+            if (seen || !slab_table_info(sid, &info) || info.cls != donor ||
+                info.accessed_ms >= best_ms || evict_slab_kept(sid, cls)) {
+                continue;
+            }
+            best = sid;
+            best_ms = info.accessed_ms;
+        }
+        if (best == SLAB_ID_NONE) {
+            return false;
+        }
+        if (item_slab_evict(best, cls) == ITEM_SLAB_OK) {
+            atomic_store(&view_stale, true);
+            atomic_fetch_add_explicit(&moves, 1, memory_order_relaxed);
+            return true;
+        }
+        tried[pick] = best;
+    }
+    return false;
+}
+
+/* Donors in order, while they pay (or any: whatever), a few at most. */
+static bool
+move_to(uint8_t cls, bool any)
+{
+    for (unsigned k = 0; k < EVICT_PICKS; k++) {
+        uint8_t donor = donor_at(cls, any, k);
+        if (donor == 0) {
+            return false;
+        }
+        if (move_from(donor, cls)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static evict_rstatus_t
+auto_items(struct evict_req *req)
+{
+    req->freed = item_clock_pull(req->cls, true, req->batch);
+    return req->freed > 0 ? EVICT_OK : EVICT_FAIL;
+}
+
+static evict_rstatus_t
+auto_evict(struct evict_req *req)
+{
+    if (move_to(req->cls, false) || auto_items(req) == EVICT_OK) {
+        if (req->freed == 0) {
+            req->freed = slab_class_perslab(req->cls);
+        }
+        return EVICT_OK;
+    }
+    /* Nothing of its own to reuse (a class with no slab, or every item in
+     * use): serving beats refusing, the cheapest slab goes. */
+    if (move_to(req->cls, true)) {
+        req->freed = slab_class_perslab(req->cls);
+        return EVICT_OK;
+    }
+    return EVICT_FAIL;
+}
+
+uint64_t
+evict_auto_moves(void)
+{
+    return atomic_load(&moves);
+}
+
+const struct evict_policy evict_policy_auto = {
+    .name = "auto",
+    .slab_level = true,
+    .setup = NULL,
+    .teardown = NULL,
+    .evict = auto_evict,
+    .evict_items = auto_items,
+};

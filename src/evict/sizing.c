@@ -1,0 +1,672 @@
+/*
+ * sizing.c -- sampled LRU stack distances per slab class (see sizing.h).
+ *
+ * Each class keeps its sampled keys on a time line: a key's position is
+ * the class's counter when it was last requested, and a Fenwick tree over
+ * positions counts the keys requested since any position, so a key's
+ * stack distance costs O(log n). When the time line is used up its live
+ * keys are renumbered in order (amortised O(1) per request), which is
+ * also where it grows or shrinks with the class's share of the sample.
+ * Keys are found by their 32-bit hash in a chained table of their own: two
+ * sampled keys sharing a hash are counted as one, which only blurs the
+ * estimate. One mutex guards it all; only sampled requests take it.
+ */
+#include "sizing.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "slab.h"
+
+#define SZ_NONE     UINT32_MAX
+#define SZ_MIN_CAP  8u          /* time-line positions of a class at least */
+#define SZ_FULL     (1u << 24)  /* sample thresholds are on 24 bits */
+#define SZ_SHIFT_MAX 24u
+
+struct sz_entry {
+    uint32_t hv;
+    uint32_t next;              /* hash chain, or the free list */
+    uint32_t t;                 /* position on its class's time line */
+    uint8_t  cls;               /* 0: free */
+};
+
+struct sz_class {
+    uint32_t *fen;              /* Fenwick tree over positions, 1-based */
+    uint32_t *slot;             /* entry at each position, or SZ_NONE */
+    uint32_t  cap;              /* positions */
+    uint32_t  clock;            /* next position */
+    uint32_t  low;              /* no entry below this position */
+    uint32_t  n;                /* entries */
+    uint32_t  rate0;            /* threshold at shift 0 */
+    float    *hist;             /* weighted gets by distance in slabs; [depth]: beyond */
+    double    gets;             /* weighted gets, all of them */
+    double    cold;             /* weighted gets of keys not in the sample */
+};
+
+static pthread_mutex_t  sz_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic bool     sz_on;
+static struct sz_entry *ents;
+static uint32_t         nents;
+static uint32_t         free_head;
+static uint32_t         nused;
+static uint32_t        *buckets;
+static uint32_t         bucket_mask;
+static struct sz_class  classes[SLAB_CLASS_MAX + 1];
+static _Atomic uint32_t thresh[SLAB_CLASS_MAX + 1];
+static _Atomic uint32_t miss_thresh;
+static unsigned         shift;
+static uint32_t         depth;          /* slabs followed per class */
+static size_t           budget;
+static size_t           bytes;
+static uint64_t         window_gets;
+static double           unseen;         /* weighted misses of keys not in the sample */
+
+/* 24 bits of the hash, mixed so they do not follow the hash table's bucket. */
+static inline uint32_t
+sample_of(uint32_t hv)
+{
+    return (hv * 0x9e3779b1u) >> 8;
+}
+
+/* Sampled keys per slab of cls's items at the current shift. */
+static double
+per_slab(uint8_t cls)
+{
+    return (double)slab_class_perslab(cls) * (double)atomic_load(&thresh[cls]) / SZ_FULL;
+}
+
+static double
+weight(uint8_t cls)
+{
+    uint32_t t = atomic_load(&thresh[cls]);
+
+    return t == 0 ? 0.0 : (double)SZ_FULL / t;
+}
+
+/* --- Fenwick tree ------------------------------------------------------- */
+
+static void
+fen_add(struct sz_class *c, uint32_t t, int32_t delta)
+{
+    for (uint32_t i = t + 1; i <= c->cap; i += i & (~i + 1)) {
+        c->fen[i] += (uint32_t)delta;
+    }
+}
+
+/* Entries at positions [0, t]. */
+static uint32_t
+fen_prefix(const struct sz_class *c, uint32_t t)
+{
+    uint32_t sum = 0;
+
+    for (uint32_t i = t + 1; i > 0; i -= i & (~i + 1)) {
+        sum += c->fen[i];
+    }
+    return sum;
+}
+
+/* Renumber the live entries 0..n-1 in order. */
+static void
+line_pack(struct sz_class *c)
+{
+    uint32_t k = 0;
+
+    for (uint32_t t = c->low; t < c->clock; t++) {
+        uint32_t e = c->slot[t];
+        if (e != SZ_NONE) {
+            c->slot[k] = e;
+            ents[e].t = k++;
+        }
+    }
+    c->clock = k;
+    c->low = 0;
+}
+
+/* Arrays of want positions for a packed line; false if refused. */
+static bool
+line_resize(struct sz_class *c, uint32_t want)
+{
+    uint32_t *slot = malloc((size_t)want * sizeof(*slot));
+    uint32_t *fen = malloc(((size_t)want + 1) * sizeof(*fen));
+
+    if (slot == NULL || fen == NULL) {
+        free(slot);
+        free(fen);
+        return false;
+    }
+    if (c->clock > 0) {
+        memcpy(slot, c->slot, (size_t)c->clock * sizeof(*slot));
+    }
+    free(c->slot);
+    free(c->fen);
+    c->slot = slot;
+    c->fen = fen;
+    bytes = bytes - (size_t)c->cap * 8 + (size_t)want * 8;
+    c->cap = want;
+    return true;
+}
+
+/* The Fenwick tree of a packed line, built in O(cap). */
+static void
+line_rebuild(struct sz_class *c)
+{
+    if (c->fen == NULL) {
+        return;
+    }
+    memset(c->fen, 0, ((size_t)c->cap + 1) * sizeof(*c->fen));
+    for (uint32_t i = 1; i <= c->clock; i++) {
+        c->fen[i] += 1;
+    }
+    for (uint32_t i = 1; i <= c->cap; i++) {
+        uint32_t j = i + (i & (~i + 1));
+        if (j <= c->cap) {
+            c->fen[j] += c->fen[i];
+        }
+    }
+    for (uint32_t t = c->clock; t < c->cap; t++) {
+        c->slot[t] = SZ_NONE;
+    }
+}
+
+static uint32_t
+line_want(const struct sz_class *c)
+{
+    return 2 * c->n + SZ_MIN_CAP;
+}
+
+/* Shrink every line to twice its keys: their share of the sample moves. */
+static void
+lines_fit(void)
+{
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        struct sz_class *c = &classes[i];
+        if (c->cap > line_want(c)) {
+            line_pack(c);
+            (void)line_resize(c, line_want(c));
+            line_rebuild(c);
+        }
+    }
+}
+
+/*
+ * Renumber the live entries in order, resized to room for as many again
+ * within the budget. False when that leaves no free position.
+ */
+static bool
+line_compact(struct sz_class *c)
+{
+    uint32_t want = line_want(c);
+
+    line_pack(c);
+    if (want > c->cap && bytes + (size_t)(want - c->cap) * 8 > budget) {
+        lines_fit();
+    }
+    if (want != c->cap && (want < c->cap || bytes + (size_t)(want - c->cap) * 8 <= budget)) {
+        (void)line_resize(c, want);
+    }
+    line_rebuild(c);
+    return c->clock < c->cap;
+}
+
+/* --- entries ------------------------------------------------------------ */
+
+static uint32_t
+entry_find(uint32_t hv)
+{
+    uint32_t e = buckets[hv & bucket_mask];
+
+    while (e != SZ_NONE && ents[e].hv != hv) {
+        e = ents[e].next;
+    }
+    return e;
+}
+
+static void
+line_remove(uint32_t e)
+{
+    struct sz_class *c = &classes[ents[e].cls];
+
+    fen_add(c, ents[e].t, -1);
+    c->slot[ents[e].t] = SZ_NONE;
+    c->n--;
+}
+
+/* Put e on top of cls's stack (e is on no time line); false: no memory. */
+static bool
+line_push(uint8_t cls, uint32_t e)
+{
+    struct sz_class *c = &classes[cls];
+
+    if (c->clock == c->cap && !line_compact(c) && c->clock == c->cap) {
+        return false;
+    }
+    ents[e].cls = cls;
+    ents[e].t = c->clock++;
+    c->slot[ents[e].t] = e;
+    fen_add(c, ents[e].t, 1);
+    c->n++;
+    return true;
+}
+
+static void
+chain_unlink(uint32_t e)
+{
+    uint32_t *pp = &buckets[ents[e].hv & bucket_mask];
+
+    while (*pp != e) {
+        pp = &ents[*pp].next;
+    }
+    *pp = ents[e].next;
+    ents[e].cls = 0;
+    ents[e].next = free_head;
+    free_head = e;
+    nused--;
+}
+
+static void
+entry_free(uint32_t e)
+{
+    if (ents[e].cls != 0) {
+        line_remove(e);
+    }
+    chain_unlink(e);
+}
+
+static void
+drop_oldest(uint8_t cls)
+{
+    struct sz_class *c = &classes[cls];
+
+    while (c->low < c->clock && c->slot[c->low] == SZ_NONE) {
+        c->low++;
+    }
+    if (c->low < c->clock) {
+        entry_free(c->slot[c->low]);
+    }
+}
+
+static void
+miss_thresh_update(void)
+{
+    uint32_t top = 0;
+
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        uint32_t t = atomic_load(&thresh[i]);
+        top = t > top ? t : top;
+    }
+    atomic_store(&miss_thresh, top);
+}
+
+/* The sample outgrew its memory: halve every rate, drop the keys past it. */
+static void
+shift_up(void)
+{
+    shift++;
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        atomic_store(&thresh[i], classes[i].rate0 >> shift);
+    }
+    miss_thresh_update();
+    for (uint32_t e = 0; e < nents; e++) {
+        uint8_t cls = ents[e].cls;
+        if (cls != 0 && sample_of(ents[e].hv) >= atomic_load(&thresh[cls])) {
+            entry_free(e);
+        }
+    }
+    lines_fit();
+}
+
+/* A new entry for hv on top of cls's stack, or SZ_NONE. */
+static uint32_t
+entry_new(uint32_t hv, uint8_t cls)
+{
+    while (free_head == SZ_NONE && shift < SZ_SHIFT_MAX) {
+        shift_up();
+    }
+    if (free_head == SZ_NONE) {
+        drop_oldest(cls);
+    }
+    if (free_head == SZ_NONE || sample_of(hv) >= atomic_load(&thresh[cls])) {
+        return SZ_NONE;         /* a shift just excluded this key */
+    }
+    uint32_t e = free_head, *b = &buckets[hv & bucket_mask];
+    free_head = ents[e].next;
+    ents[e].hv = hv;
+    ents[e].cls = 0;
+    ents[e].next = *b;
+    *b = e;
+    nused++;
+    if (!line_push(cls, e)) {
+        chain_unlink(e);
+        return SZ_NONE;
+    }
+    /* Past the depth followed, the oldest key leaves: all its gets would
+     * fall in the last bucket anyway. */
+    if ((double)classes[cls].n > per_slab(cls) * depth + 1) {
+        drop_oldest(cls);
+    }
+    return e;
+}
+
+/* --- the histograms ----------------------------------------------------- */
+
+static void
+window_halve(void)
+{
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        struct sz_class *c = &classes[i];
+        if (c->hist == NULL) {
+            continue;
+        }
+        for (uint32_t b = 0; b <= depth; b++) {
+            c->hist[b] *= 0.5f;
+        }
+        c->gets *= 0.5;
+        c->cold *= 0.5;
+    }
+    unseen *= 0.5;
+}
+
+static bool
+hist_ready(uint8_t cls)
+{
+    struct sz_class *c = &classes[cls];
+
+    if (c->hist == NULL) {
+        c->hist = calloc((size_t)depth + 1, sizeof(*c->hist));
+        if (c->hist == NULL) {
+            return false;
+        }
+        bytes += ((size_t)depth + 1) * sizeof(*c->hist);
+    }
+    return true;
+}
+
+static void
+note_get(uint8_t cls, uint32_t e)
+{
+    struct sz_class *c = &classes[cls];
+    double w = weight(cls);
+
+    if (!hist_ready(cls)) {
+        return;
+    }
+    c->gets += w;
+    if (e == SZ_NONE) {
+        c->cold += w;
+    } else {
+        uint32_t dist = c->n - fen_prefix(c, ents[e].t);
+        double ps = per_slab(cls);
+        double b = ps > 0 ? dist / ps : depth;
+        c->hist[b < depth ? (uint32_t)b : depth] += (float)w;
+    }
+    if (++window_gets >= (uint64_t)SIZING_WINDOW * nents) {
+        window_gets = 0;
+        window_halve();
+    }
+}
+
+/* Move e to the top of cls's stack (from whichever it was on). */
+static void
+entry_touch(uint32_t e, uint8_t cls)
+{
+    if (ents[e].cls != 0) {
+        line_remove(e);
+    }
+    if (!line_push(cls, e)) {
+        chain_unlink(e);
+    }
+}
+
+void
+sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
+{
+    uint32_t s = sample_of(hv);
+
+    if (kind == ITEM_REF_MISS ? s >= atomic_load_explicit(&miss_thresh, memory_order_relaxed)
+                            : cls == 0 ||
+                              s >= atomic_load_explicit(&thresh[cls], memory_order_relaxed)) {
+        return;
+    }
+    pthread_mutex_lock(&sz_lock);
+    if (!atomic_load(&sz_on)) {
+        pthread_mutex_unlock(&sz_lock);
+        return;
+    }
+    uint32_t e = entry_find(hv);
+    if (kind == ITEM_REF_MISS) {
+        /* A key in the sample: its class is the one it was last seen in. */
+        cls = e != SZ_NONE ? ents[e].cls : 0;
+        if (cls == 0) {
+            uint32_t t = atomic_load(&miss_thresh);
+            unseen += t > 0 ? (double)SZ_FULL / t : 0.0;
+        }
+    }
+    if (kind != ITEM_REF_STORE && cls != 0) {
+        /* A hit on a key not in the sample (or sampled in another class)
+         * is a get of unknown distance: counted, then it joins. */
+        note_get(cls, e != SZ_NONE && ents[e].cls == cls ? e : SZ_NONE);
+    }
+    if (e != SZ_NONE && cls != 0) {
+        entry_touch(e, cls);
+    } else if (cls != 0) {
+        (void)entry_new(hv, cls);
+    }
+    pthread_mutex_unlock(&sz_lock);
+}
+
+/* --- queries ------------------------------------------------------------ */
+
+static double
+hist_sum(const struct sz_class *c, uint32_t from, uint32_t to)
+{
+    double sum = 0.0;
+
+    if (c->hist == NULL) {
+        return 0.0;
+    }
+    to = to > depth ? depth + 1 : to;
+    for (uint32_t b = from; b < to; b++) {
+        sum += c->hist[b];
+    }
+    return sum;
+}
+
+double
+sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var)
+{
+    pthread_mutex_lock(&sz_lock);
+    double sum = hist_sum(&classes[cls], from, to);
+    if (var != NULL) {
+        *var = sum * weight(cls);
+    }
+    pthread_mutex_unlock(&sz_lock);
+    return sum;
+}
+
+void
+sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
+{
+    pthread_mutex_lock(&sz_lock);
+    for (unsigned i = 1; i <= ncls && i <= SLAB_CLASS_MAX; i++) {
+        const struct sz_class *c = &classes[i];
+        double w = weight((uint8_t)i);
+        uint32_t s = slabs[i];
+        out[i].last = s > 0 ? hist_sum(c, s - 1, s) : 0.0;
+        out[i].next = hist_sum(c, s, s + 1);
+        out[i].last_var = out[i].last * w;
+        out[i].next_var = out[i].next * w;
+    }
+    pthread_mutex_unlock(&sz_lock);
+}
+
+/* Best average gain per slab of cls over its next 1..SZ_LOOK slabs from s. */
+#define SZ_LOOK 4
+static double
+best_step(const struct sz_class *c, uint32_t s, uint32_t *k)
+{
+    double sum = 0, best = -1;
+
+    *k = 1;
+    for (uint32_t j = 1; j <= SZ_LOOK && s + j <= depth; j++) {
+        sum += c->hist[s + j - 1];
+        if (sum / j > best) {
+            best = sum / j;
+            *k = j;
+        }
+    }
+    return best;
+}
+
+double
+sizing_curve(uint32_t slabs, uint32_t *split)
+{
+    uint32_t got[SLAB_CLASS_MAX + 1] = { 0 };
+    double hits = 0, gets = 0;
+
+    pthread_mutex_lock(&sz_lock);
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        gets += classes[i].gets;
+    }
+    gets += unseen;
+    for (uint32_t left = slabs; left > 0;) {
+        unsigned top = 0;
+        uint32_t top_k = 1, k;
+        double top_gain = 0;
+        for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+            if (classes[i].hist == NULL || got[i] >= depth) {
+                continue;
+            }
+            double g = best_step(&classes[i], got[i], &k);
+            if (g > top_gain) {
+                top = i;
+                top_gain = g;
+                top_k = k;
+            }
+        }
+        if (top == 0) {
+            break;              /* no class gains from more */
+        }
+        top_k = top_k < left ? top_k : left;
+        for (uint32_t j = 0; j < top_k; j++) {
+            hits += classes[top].hist[got[top]++];
+        }
+        left -= top_k;
+    }
+    pthread_mutex_unlock(&sz_lock);
+    if (split != NULL) {
+        memcpy(split, got, sizeof(got));
+    }
+    return gets > 0 ? hits / gets : 0.0;
+}
+
+double
+sizing_gets(uint8_t cls)
+{
+    pthread_mutex_lock(&sz_lock);
+    double g = classes[cls].gets;
+    pthread_mutex_unlock(&sz_lock);
+    return g;
+}
+
+uint32_t
+sizing_depth(void)
+{
+    return depth;
+}
+
+void
+sizing_state(struct sizing_state *out)
+{
+    pthread_mutex_lock(&sz_lock);
+    out->bytes = bytes;
+    out->budget = budget;
+    out->samples = nused;
+    out->shift = shift;
+    pthread_mutex_unlock(&sz_lock);
+}
+
+bool
+sizing_enabled(void)
+{
+    return atomic_load(&sz_on);
+}
+
+/* --- setup -------------------------------------------------------------- */
+
+/*
+ * Budget: the histograms of every class that exists, each class's
+ * smallest time line, then entries at 16 bytes, two time-line positions
+ * (8 bytes each) and a bucket each.
+ */
+int
+sizing_setup(size_t limit, uint32_t slabs)
+{
+    uint8_t ncls = slab_class_count();
+    size_t fixed, per_entry = sizeof(struct sz_entry) + 2 * 8 + 2 * sizeof(uint32_t);
+
+    sizing_teardown();
+    pthread_mutex_lock(&sz_lock);
+    depth = SIZING_DEPTH * (slabs > 0 ? slabs : 1);
+    budget = limit / 100 * SIZING_BUDGET_PCT;
+    fixed = (size_t)ncls * (((size_t)depth + 1) * sizeof(float) + 8 * SZ_MIN_CAP);
+    nents = budget > fixed + 64 * per_entry ? (uint32_t)((budget - fixed) / per_entry) : 64;
+    uint32_t nb = 1;
+    while (nb < nents) {
+        nb <<= 1;
+    }
+    ents = calloc(nents, sizeof(*ents));
+    buckets = malloc((size_t)nb * sizeof(*buckets));
+    if (ents == NULL || buckets == NULL) {
+        free(ents);
+        free(buckets);
+        ents = NULL;
+        buckets = NULL;
+        pthread_mutex_unlock(&sz_lock);
+        return -1;
+    }
+    bucket_mask = nb - 1;
+    memset(buckets, 0xff, (size_t)nb * sizeof(*buckets));
+    for (uint32_t e = 0; e < nents; e++) {
+        ents[e].next = e + 1 < nents ? e + 1 : SZ_NONE;
+    }
+    free_head = 0;
+    nused = 0;
+    shift = 0;
+    window_gets = 0;
+    bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
+    for (unsigned i = 1; i <= ncls; i++) {
+        uint32_t per = slab_class_perslab((uint8_t)i);
+        classes[i].rate0 = per > SIZING_PER_SLAB ?
+            (uint32_t)(((uint64_t)SIZING_PER_SLAB << 24) / per) : SZ_FULL;
+        atomic_store(&thresh[i], per > 0 ? classes[i].rate0 : 0);
+    }
+    miss_thresh_update();
+    atomic_store(&sz_on, true);
+    pthread_mutex_unlock(&sz_lock);
+    return 0;
+}
+
+void
+sizing_teardown(void)
+{
+    pthread_mutex_lock(&sz_lock);
+    atomic_store(&sz_on, false);
+    for (unsigned i = 0; i <= SLAB_CLASS_MAX; i++) {
+        free(classes[i].fen);
+        free(classes[i].slot);
+        free(classes[i].hist);
+        memset(&classes[i], 0, sizeof(classes[i]));
+        atomic_store(&thresh[i], 0);
+    }
+    atomic_store(&miss_thresh, 0);
+    free(ents);
+    free(buckets);
+    ents = NULL;
+    buckets = NULL;
+    nents = nused = 0;
+    free_head = SZ_NONE;
+    bytes = 0;
+    pthread_mutex_unlock(&sz_lock);
+}

@@ -1,0 +1,249 @@
+/*
+ * test_sizing.c -- unit tests for the per-class hit curves (include/evict/
+ * sizing.h): stack distances against a brute-force LRU at full sampling,
+ * the estimate under sampling, the memory bound, the window's decay, and
+ * a key that changes class.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "item.h"
+#include "sizing.h"
+#include "slab.h"
+
+#define SLAB_SZ (1024 * 1024)
+
+static void
+setup(void)
+{
+    clock_setup();
+    /* Factor 2 from 80 B: classes 80, 160, ..., 655360 B; perslab 13107 .. 1. */
+    ck_assert_int_eq(slab_setup(64 * SLAB_SZ, SLAB_SZ, 2.0, 48,
+                                item_total_size(0, 0) - 2), SLAB_OK);
+}
+
+static void
+teardown(void)
+{
+    sizing_teardown();
+    slab_teardown();
+}
+
+/* A class of a few dozen items per slab: sampled at rate 1, and a few
+ * hundred keys span several slabs. */
+static uint8_t
+full_rate_class(void)
+{
+    for (uint8_t c = 1; c <= slab_class_count(); c++) {
+        uint32_t per = slab_class_perslab(c);
+        if (per > 1 && per <= 32) {
+            return c;
+        }
+    }
+    ck_abort_msg("no class with few items per slab");
+    return 0;
+}
+
+static struct sizing_state
+state(void)
+{
+    struct sizing_state st;
+
+    sizing_state(&st);
+    return st;
+}
+
+static uint32_t
+key_hash(uint32_t k)
+{
+    uint64_t x = (uint64_t)k * 0x9e3779b97f4a7c15ull + 12345;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return (uint32_t)(x >> 32);
+}
+
+static uint32_t
+rnd(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return (uint32_t)(*s >> 11);
+}
+
+/* Brute-force LRU: distance of k (keys used since), then k on top; -1 if new. */
+static long
+lru_ref(uint32_t *stack, uint32_t *n, uint32_t k)
+{
+    for (uint32_t i = 0; i < *n; i++) {
+        if (stack[i] == k) {
+            memmove(stack + 1, stack, i * sizeof(*stack));
+            stack[0] = k;
+            return (long)i;
+        }
+    }
+    memmove(stack + 1, stack, *n * sizeof(*stack));
+    stack[0] = k;
+    (*n)++;
+    return -1;
+}
+
+START_TEST(test_distances_match_lru_at_full_rate)
+{
+    uint8_t cls = full_rate_class();
+    uint32_t per = slab_class_perslab(cls), nkeys = 300, n = 0;
+    uint32_t *stack = calloc(nkeys, sizeof(*stack));
+    double want[64] = { 0 };
+    uint64_t seed = 88172645463325252ull;
+
+    ck_assert_int_eq(sizing_setup(256u << 20, 4), 0);  /* room for every key */
+    uint32_t depth = sizing_depth();
+    ck_assert_uint_eq(depth, 16);
+    for (int i = 0; i < 20000; i++) {
+        /* skewed: half the requests to the first 30 keys */
+        uint32_t k = rnd(&seed) % 2 ? rnd(&seed) % 30 : rnd(&seed) % nkeys;
+        long d = lru_ref(stack, &n, k);
+        if (d < 0) {
+            sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+        } else {
+            sizing_ref(key_hash(k), cls, ITEM_REF_HIT);
+            uint32_t b = (uint32_t)d / per;
+            want[b < depth ? b : depth] += 1;
+        }
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    double total = 0;
+    for (uint32_t b = 0; b <= depth; b++) {
+        ck_assert_msg(sizing_hits(cls, b, b + 1, NULL) == want[b],
+                      "bucket %u: %f measured, %f by LRU", b,
+                      sizing_hits(cls, b, b + 1, NULL), want[b]);
+        total += want[b];
+    }
+    ck_assert(sizing_gets(cls) == total);
+    ck_assert(total > 15000);
+    free(stack);
+}
+END_TEST
+
+START_TEST(test_a_miss_is_filed_in_the_key_s_last_class)
+{
+    uint8_t cls = full_rate_class();
+
+    ck_assert_int_eq(sizing_setup(256u << 20, 4), 0);
+    sizing_ref(key_hash(1), cls, ITEM_REF_STORE);
+    sizing_ref(key_hash(2), cls, ITEM_REF_STORE);
+    sizing_ref(key_hash(1), 0, ITEM_REF_MISS);      /* distance 1 */
+    ck_assert(sizing_gets(cls) == 1.0);
+    ck_assert(sizing_hits(cls, 0, 1, NULL) == 1.0);
+    /* A key never seen, missed: no class to file it in. */
+    sizing_ref(key_hash(3), 0, ITEM_REF_MISS);
+    ck_assert(sizing_gets(cls) == 1.0);
+    /* Stored again in another class: it moves; its next get is there. */
+    sizing_ref(key_hash(1), (uint8_t)(cls + 1), ITEM_REF_STORE);
+    sizing_ref(key_hash(1), 0, ITEM_REF_MISS);
+    ck_assert(sizing_gets((uint8_t)(cls + 1)) > 0);
+    ck_assert(sizing_gets(cls) == 1.0);
+}
+END_TEST
+
+/*
+ * Class 1 (80 B chunks, 13,107 per slab) is sampled at about 1/13: the
+ * estimate of gets within a distance must still be near the truth.
+ */
+START_TEST(test_sampled_estimate_is_close)
+{
+    uint8_t cls = 1;
+    uint32_t per = slab_class_perslab(cls), nkeys = 60000;
+    uint64_t seed = 0x1234567ull;
+    double near = 0, total = 0;
+
+    ck_assert_uint_gt(per, 10 * SIZING_PER_SLAB);
+    ck_assert_uint_lt(nkeys, per * 4 * 32);     /* within the depth followed */
+    ck_assert_int_eq(sizing_setup(256u << 20, 32), 0);
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    /* Uniform over nkeys keys: a get's distance is below one slab's worth
+     * of items with probability perslab / nkeys. */
+    for (int i = 0; i < 400000; i++) {
+        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
+    }
+    near = sizing_hits(cls, 0, 1, NULL);
+    total = sizing_gets(cls);
+    double want = (double)per / nkeys;
+    ck_assert_msg(total > 400000 * 0.7 && total < 400000 * 1.3, "gets %f", total);
+    ck_assert_msg(near / total > want * 0.8 && near / total < want * 1.2,
+                  "fraction within 4 slabs %f, want %f", near / total, want);
+}
+END_TEST
+
+START_TEST(test_memory_stays_within_the_budget)
+{
+    uint64_t seed = 42;
+
+    ck_assert_int_eq(sizing_setup(8u << 20, 128), 0);
+    ck_assert_uint_eq(state().budget, (8u << 20) / 100);
+    for (uint32_t k = 0; k < 2000000; k++) {
+        uint8_t cls = (uint8_t)(1 + rnd(&seed) % slab_class_count());
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+        if (k % 3 == 0) {
+            sizing_ref(key_hash(rnd(&seed) % (k + 1)), 0, ITEM_REF_MISS);
+        }
+    }
+    struct sizing_state st = state();
+    ck_assert_uint_gt(st.shift, 0);
+    ck_assert_uint_gt(st.samples, 100);
+    ck_assert_msg(st.bytes <= st.budget, "%zu bytes over a budget of %zu", st.bytes, st.budget);
+}
+END_TEST
+
+/* The histograms halve each window: old gets fade, new ones count. */
+START_TEST(test_old_gets_fade)
+{
+    uint8_t cls = full_rate_class();
+
+    ck_assert_int_eq(sizing_setup(1u << 20, 4), 0);
+    sizing_ref(key_hash(1), cls, ITEM_REF_STORE);
+    for (int i = 0; i < 200; i++) {
+        sizing_ref(key_hash(1), cls, ITEM_REF_HIT);
+    }
+    double before = sizing_gets(cls);
+    ck_assert(before == 200.0);     /* a window is 4x the entries: about 900 */
+    sizing_ref(key_hash(2), (uint8_t)(cls + 1), ITEM_REF_STORE);
+    for (int i = 0; i < 200000; i++) {
+        sizing_ref(key_hash(2), (uint8_t)(cls + 1), ITEM_REF_HIT);
+    }
+    ck_assert_msg(sizing_gets(cls) < before / 4, "%f left of %f", sizing_gets(cls), before);
+    ck_assert(sizing_gets((uint8_t)(cls + 1)) > 1000.0);
+}
+END_TEST
+
+static Suite *
+sizing_suite(void)
+{
+    Suite *s = suite_create("sizing");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_distances_match_lru_at_full_rate);
+    tcase_add_test(tc, test_a_miss_is_filed_in_the_key_s_last_class);
+    tcase_add_test(tc, test_sampled_estimate_is_close);
+    tcase_add_test(tc, test_memory_stays_within_the_budget);
+    tcase_add_test(tc, test_old_gets_fade);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(sizing_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
