@@ -30,14 +30,14 @@ typedef enum evict_rstatus {
 /*
  * One eviction request: free memory usable by class cls. gated: an
  * item-level policy follows in the stack, so a slab-level policy must let
- * evict_slab() apply the rule below and stop (EVICT_DECLINE) when it says
- * no. batch: an item-level policy may free up to this many items under one
- * lock hold. *freed receives the chunks made available to cls.
+ * evict_slab() apply the measured gate (evict_slab_wanted) and stop
+ * (EVICT_DECLINE) when it says no. batch: an item-level policy may free up
+ * to this many items under one lock hold. *freed receives the chunks made
+ * available to cls.
  */
 struct evict_req {
     uint8_t  cls;
     bool     gated;
-    bool     damp;      /* gated, and a class's last slab in use is spared */
     uint32_t batch;
     uint32_t freed;
     bool     others_only;   /* never cls's own slab (evict_slab_for) */
@@ -65,41 +65,18 @@ extern const struct evict_policy evict_policy_none;
 #define EVICT_PICKS 8           /* victim slabs tried before giving up */
 
 /*
- * The rule for slab-level vs item-level eviction (when a stack offers
- * both, e.g. "lra,lru"): drop the victim slab sid for class cls only if
- * cls has no item of its own to evict, or the victim is another class's
- * slab colder than what cls would drop itself. While cls has new items
- * nobody read waiting on probation: idle since the oldest of them was
- * stored, or (rate-limited) a slab of much larger items whose class keeps
- * its new items waiting longer; otherwise accessed no later than cls's
- * least recently accessed slab. Else cls reuses its own memory rather
- * than dropping a slab (thousands of items) to make room for one. See
- * notes/eviction.md.
+ * The gate of a slab-level policy followed by an item-level one (e.g.
+ * lrc,lru): the victim slab sid moves to cls only if it is another
+ * class's and the measured allocator says the move pays (evict_auto_pays).
+ * A class with no items of its own is not gated: it gets the slab the
+ * measurement values least (evict_auto_first), whatever the policy.
  */
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
-
-/*
- * Damping, also only when gated and only without the first-slab rule
- * (slab.h; with it, another class's only slab is never taken): the only
- * slab of a class that was used
- * within the last EVICT_LAST_SLAB_MS is not taken (evict_slab() fails
- * on it and the policy spends a pick, as on a busy slab), so a class that
- * loses its last slab does not start a chain of classes robbing each
- * other on a cache with few slabs. When all picks failed that way and the
- * requesting class holds no slab at all, damping is dropped for that
- * request (req->damp) and the policy tries again: serving beats refusing.
- */
-#define EVICT_LAST_SLAB_MS 1000
-#define EVICT_HOT_SLAB_MS  1000  /* touched this recently: warmer than own items */
-/* Slab moves by judgement (a colder slab, the drift toward smaller items;
- * not moves away from a class idle since the asker's memory was carved):
- * at most one per this many ms, cache-wide. */
-#define EVICT_MOVE_MS      100
-bool            evict_slab_last_in_use(uint32_t sid);
 /*
  * Under the first-slab rule (slab_first_past_limit()): sid is the only
- * slab of a class other than cls, which no policy takes (a class may
- * always re-carve its own). Always false without the rule.
+ * slab of a class other than cls, which no policy takes (that class would
+ * carve another past -m at once; a class may always re-carve its own).
+ * Always false without the rule.
  */
 bool            evict_slab_last_other(uint32_t sid, uint8_t cls);
 /*
@@ -113,8 +90,6 @@ bool            evict_slab_last_other(uint32_t sid, uint8_t cls);
 bool            evict_slab_kept(uint32_t sid, uint8_t cls);
 /* The stubs' class while its slabs are kept (above), else 0. */
 uint8_t         evict_stubs_kept(void);
-/* All candidates were spared: drop damping if cls holds no slab (true). */
-bool            evict_undamp(struct evict_req *req);
 
 /*
  * Shared by slab-level policies: evict slab sid for cls (applying the
@@ -142,6 +117,11 @@ evict_rstatus_t evict_slab_for(uint8_t cls);
  * nothing measurable -- or 0. any: the cheapest, whatever cls would earn.
  */
 uint8_t         evict_auto_donor(uint8_t cls, bool any);
+/* Whether a slab of class donor should go to cls now (the rule above). */
+bool            evict_auto_pays(uint8_t cls, uint8_t donor);
+/* Give cls the slab the measurement values least (the cheapest class's
+ * least recently accessed that may move); *freed: its chunks. */
+bool            evict_auto_first(uint8_t cls, uint32_t *freed);
 /* Slabs the measured allocator moved. */
 uint64_t        evict_auto_moves(void);
 /* Victim slabs skipped because an item in them was referenced. */

@@ -526,20 +526,9 @@ void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
 /*
  * Probation (item_clock.c): each class's newest items, about a tenth of its
- * chunks, in a FIFO; the oldest never read go first. item_probation_due():
- * whether the FIFO holds its quota, so that its oldest would be judged
- * now, and since when (clock_now_ms(), to 16 ms) the oldest item still on
- * it has waited.
- * item_class_arrived_ms(): when the oldest of the last ITEM_ARRIVALS new
- * items joined cls's probation (0 while fewer have).
- * item_probation_pull(): judge up to max of them (no CLOCK hand); the
- * chunks freed. For policies weighing another class's slab against the
- * asking class's own new items.
+ * chunks, in a FIFO; the oldest never read go first (item_clock_pull
+ * judges them before the CLOCK hand moves).
  */
-bool          item_probation_due(uint8_t cls, uint64_t *since_ms);
-#define ITEM_ARRIVALS 8
-uint64_t      item_class_arrived_ms(uint8_t cls);
-uint32_t      item_probation_pull(uint8_t cls, uint32_t max);
 /* Bytes of the classes' probation FIFOs (item_clock.c), outside -m. */
 uint64_t      item_probation_bytes(void);
 /* Items linked in class cls now. */

@@ -204,12 +204,6 @@ bool         slab_move_empty(uint32_t sid, uint8_t cls);
 
 /* Least recent access time of cls's slabs; false if it holds none. */
 bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
-/* Access times over cls's slabs; false if it holds none. */
-struct slab_class_times {
-    uint64_t coldest_ms;        /* least recent access of one of its slabs */
-    uint64_t warmest_ms;        /* most recent access of any */
-};
-bool         slab_class_times(uint8_t cls, struct slab_class_times *out);
 
 /* Slabs held now by cls. */
 uint32_t     slab_class_slabs(uint8_t cls);

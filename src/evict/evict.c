@@ -37,7 +37,6 @@ static const struct evict_policy *const known[] = {
 };
 
 static _Atomic uint64_t skipped_busy;
-static _Atomic uint64_t judged_last_ms;    /* last move_budget_take() */
 static _Atomic uint64_t seed_salt;
 
 static _Atomic(struct evict_stack *) current;
@@ -239,16 +238,16 @@ evict_automove_level(void)
  * any policy is asked to judge victims. Without this a value that grows
  * by appends leaves an empty slab in every class it passes through (58 of
  * -m 64's 64 slabs at -f 1.08), and the policies drop live slabs while
- * those sit idle. The damping rule still holds: a class's only slab,
- * used within the last second, stays.
+ * those sit idle. Under the first-slab rule a class's only slab stays.
  */
 /*
  * The slab evict_slab_for() last gave a class (the flash tier's stubs,
  * which ask before they run out): empty because it was just given, not
  * because its class does not need it. Taking it back as "empty" at once
  * passed it around in a circle (2 slab moves per set in flash-bench), so
- * it is spared for EVICT_LAST_SLAB_MS.
+ * it is spared for EVICT_GIVEN_MS.
  */
+#define EVICT_GIVEN_MS 1000
 static _Atomic uint32_t given_sid = SLAB_ID_NONE;
 static _Atomic uint64_t given_until_ms;
 
@@ -268,7 +267,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
         if (sid == SLAB_ID_NONE) {
             return false;
         }
-        if (evict_slab_last_in_use(sid) || slab_just_given(sid)) {
+        if (evict_slab_last_other(sid, cls) || slab_just_given(sid)) {
             continue;
         }
         if (slab_move_empty(sid, cls)) {
@@ -301,8 +300,14 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
             continue;
         }
         req.gated = p->slab_level && stack_has_item_level_after(s, i);
-        req.damp = req.gated;
         req.freed = 0;
+        if (req.gated && !items_only && item_class_items(cls) == 0 &&
+            evict_auto_first(cls, &req.freed)) {
+            if (freed != NULL) {
+                *freed = req.freed;
+            }
+            return EVICT_OK;
+        }
         if ((items_only ? p->evict_items(&req) : p->evict(&req)) == EVICT_OK) {
             if (freed != NULL) {
                 *freed = req.freed;
@@ -326,148 +331,35 @@ evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed)
 }
 
 /*
- * A move by judgement takes the cache-wide budget of one per EVICT_MOVE_MS.
- * Judgements rest on ages of a few milliseconds where a class holds a few
- * large items (its probation quota is one), so on the mixed load at -m 64
- * they passed ~1,000 times a second with no trend behind them: 15,000-
- * 35,000 slabs moved in 25 s, each losing the items it held, and every
- * slab-level stack fell below memcached (0.909-0.916 against 0.916) and
- * below `lru`, which moves none (0.922). Budgeted: 230-1,800 moves, every
- * stack 0.920-0.923 (notes/eviction.md).
- * A real shift of memory between classes moves at up to 10 MB/s this way;
- * a shift to a new value size goes unbudgeted (victim_colder()).
- */
-static bool
-move_budget_take(uint64_t now)
-{
-    uint64_t last = atomic_load_explicit(&judged_last_ms, memory_order_relaxed);
-
-    return last + EVICT_MOVE_MS <= now &&
-           atomic_compare_exchange_strong(&judged_last_ms, &last, now);
-}
-
-/*
- * Toward a class of many more, smaller items a slab also moves when the
- * victim's class keeps its new items longer than cls does, weighed by how
- * many more items the slab holds for cls: the classes then settle where
- * age / items per slab is equal, i.e. about equal bytes per class, which
- * is what most hits per byte asks for under Zipf(1.0) popularity (notes/
- * eviction.md). Memory never flows toward larger items this way, so it
- * cannot circle. Without it the steady load (100 B, 1 KB, 10 KB values)
- * lost the drift toward small items that gave it 0.94-0.95 (0.93).
- */
-static bool
-probation_balance(uint8_t cls, uint8_t vcls, uint64_t age)
-{
-    uint64_t n = slab_class_perslab(cls), vn = slab_class_perslab(vcls), vsince;
-
-    if (n < 2 * vn || !item_probation_due(vcls, &vsince)) {
-        return false;
-    }
-    uint64_t now = clock_now_ms(), vage = now > vsince ? now - vsince : 0;
-    if (vage * n <= age * vn) {
-        return false;
-    }
-    /* Budgeted: the drift is slow by nature (24 moves in the steady
-     * load's 50 s), while small classes of a few large items each make the
-     * ages noisy; the mixed load moved 6,000 slabs in 25 s without this
-     * (0.914). */
-    return move_budget_take(now);
-}
-
-/*
- * Whether the victim slab, idle since before `since` (when cls's oldest
- * unread new item joined probation), is colder memory than what cls would
- * drop of its own. Unbudgeted when no slab of the victim's class has been
- * touched since the oldest of cls's last ITEM_ARRIVALS new items arrived:
- * a class nobody uses any more beside one that keeps receiving (a shift of
- * value sizes, as in the seed experiment, whose phases last under a second;
- * on the mixed load every class is touched every few milliseconds). Else
- * the move is a judgement on ages that can be noise, and takes the budget.
- */
-static bool
-victim_colder(uint8_t cls, const struct slab_info *victim, uint64_t since)
-{
-    struct slab_class_times vt;
-    uint64_t now = clock_now_ms();
-
-    if (victim->accessed_ms >= since) {
-        return false;
-    }
-    if (slab_class_times(victim->cls, &vt) &&
-        vt.warmest_ms < item_class_arrived_ms(cls)) {
-        return true;
-    }
-    return move_budget_take(now);
-}
-
-/*
- * While the class has new items nobody read waiting on probation, another
- * class's slab is colder memory only if nobody touched it since the oldest
- * of them arrived: at -m 64 on the mixed load every class's slabs were
- * touched within milliseconds of each other, the own-coldest-slab test
- * below moved 10,000 slabs in 25 s, and `lrc,lru` trailed `lru` (0.915
- * against 0.922); with this rule 0.921 (and the move budget of
- * victim_colder() on top).
+ * The gate of a slab-level policy followed by an item-level one: the
+ * victim moves to cls when the measured allocator says it pays
+ * (evict_auto.c: cls's next slab earns more than the victim class's last
+ * one, beyond the noise, or the victim's earns nothing measurable). Never
+ * cls's own slab: the item-level policy frees its coldest items finer.
  */
 bool
 evict_slab_wanted(uint8_t cls, uint32_t sid)
 {
     struct slab_info victim;
 
-    if (item_class_items(cls) == 0) {
-        return true;            /* nothing of its own to reuse */
+    if (!slab_table_info(sid, &victim) || victim.cls == cls || victim.cls == 0) {
+        return false;
     }
-    if (!slab_table_info(sid, &victim) || victim.cls == cls) {
-        return false;           /* its own slab: item LRU is finer */
-    }
-    uint64_t since;
-    if (item_probation_due(cls, &since)) {
-        /* (A floor of a second of idleness held the mixed load's churn
-         * down too, but stalled the seed experiment of `make check`.) */
-        uint64_t now = clock_now_ms(), age = now > since ? now - since : 0;
-        if (victim_colder(cls, &victim, since)) {
-            return true;
-        }
-        return probation_balance(cls, victim.cls, age);
-    }
-    uint64_t own_coldest;
-    if (!slab_class_coldest(cls, &own_coldest)) {
-        return true;
-    }
-    return victim.accessed_ms <= own_coldest;
+    return evict_auto_pays(cls, victim.cls);
 }
 
 /*
- * A class's only slab, read or written within the last EVICT_LAST_SLAB_MS,
- * is not taken: the class would then have nothing of its own and take a
- * slab from the next class, and so on. Measured at -m 8 with five active
- * value sizes: ~11,000 slabs moved in 8 s and a hit ratio of 0.34 without
- * this, 0-849 and 0.73 with it (memcached 0.74; notes/eviction.md). The
- * policy picks another slab.
+ * Under the first-slab rule (slab.h), another class's only slab stays:
+ * that class would carve another past -m at once. A class may always
+ * re-carve its own.
  */
-bool
-evict_slab_last_in_use(uint32_t sid)
-{
-    struct slab_info victim;
-
-    if (!slab_table_info(sid, &victim) || victim.cls == 0 ||
-        slab_class_slabs(victim.cls) > 1) {
-        return false;
-    }
-    if (slab_first_past_limit()) {
-        return true;            /* every class keeps its first slab */
-    }
-    return victim.accessed_ms + EVICT_LAST_SLAB_MS > clock_now_ms();
-}
-
 bool
 evict_slab_last_other(uint32_t sid, uint8_t cls)
 {
     struct slab_info victim;
 
     return slab_first_past_limit() && slab_table_info(sid, &victim) &&
-           victim.cls != cls && evict_slab_last_in_use(sid);
+           victim.cls != cls && victim.cls != 0 && slab_class_slabs(victim.cls) == 1;
 }
 
 uint8_t
@@ -506,28 +398,6 @@ evict_slab_kept(uint32_t sid, uint8_t cls)
     return slab_kept_by(sid, cls, evict_stubs_kept());
 }
 
-/* Whether the victim stays: another class's only slab under the first-slab
- * rule; without it, a gated policy's damping (the only slab of a class,
- * used within EVICT_LAST_SLAB_MS). */
-static bool
-evict_slab_spared(uint32_t sid, const struct evict_req *req)
-{
-    if (slab_first_past_limit()) {
-        return evict_slab_kept(sid, req->cls);
-    }
-    return (req->damp && evict_slab_last_in_use(sid)) || evict_slab_kept(sid, req->cls);
-}
-
-bool
-evict_undamp(struct evict_req *req)
-{
-    if (!req->damp || slab_class_slabs(req->cls) != 0) {
-        return false;
-    }
-    req->damp = false;
-    return true;
-}
-
 static bool
 slab_owned_by(uint32_t sid, uint8_t cls)
 {
@@ -559,58 +429,16 @@ evict_slab_own(uint32_t sid, struct evict_req *req)
     return EVICT_OK;
 }
 
-/*
- * A plain slab-level policy picked another class's slab, but the asking
- * class has items of its own to judge. A slab touched since the oldest new
- * item nobody read on the class's probation arrived (with none waiting:
- * within the last EVICT_HOT_SLAB_MS) is warmer than what the class would
- * drop itself, and so is a colder one when victim_colder() says no (the
- * move budget is spent); then the class's own item goes instead
- * (probation, else the CLOCK hand; probation entries can all be busy).
- */
-static bool
-evict_own_first(uint32_t sid, struct evict_req *req)
-{
-    struct slab_info victim;
-    uint64_t since;
-    bool due;
-
-    if (item_class_items(req->cls) == 0 || !slab_table_info(sid, &victim)) {
-        return false;
-    }
-    due = item_probation_due(req->cls, &since);
-    if (!due) {
-        uint64_t now = clock_now_ms();
-        since = now > EVICT_HOT_SLAB_MS ? now - EVICT_HOT_SLAB_MS : 0;
-    }
-    if (victim_colder(req->cls, &victim, since)) {
-        return false;
-    }
-    uint32_t got = due ? item_probation_pull(req->cls, req->batch) : 0;
-    if (got == 0) {
-        got = item_clock_pull(req->cls, true, req->batch);
-    }
-    if (got == 0) {
-        return false;
-    }
-    req->freed = got;
-    req->sid = SLAB_ID_NONE;
-    return true;
-}
-
 evict_rstatus_t
 evict_slab(uint32_t sid, struct evict_req *req)
 {
     if (req->gated && !evict_slab_wanted(req->cls, sid)) {
         return EVICT_DECLINE;
     }
-    if (evict_slab_spared(sid, req)) {
+    if (evict_slab_kept(sid, req->cls)) {
         return EVICT_FAIL;
     }
     if (slab_owned_by(sid, req->cls) && evict_slab_own(sid, req) == EVICT_OK) {
-        return EVICT_OK;
-    }
-    if (!req->gated && !req->others_only && evict_own_first(sid, req)) {
         return EVICT_OK;
     }
     switch (item_slab_evict(sid, req->cls)) {
@@ -639,8 +467,8 @@ sid_tried(const uint32_t *tried, int n, uint32_t sid)
 }
 
 /* O(slabs) scan: one per slab evicted, i.e. per slab-size of writes. */
-static evict_rstatus_t
-slab_oldest_pass(struct evict_req *req,
+evict_rstatus_t
+evict_slab_oldest(struct evict_req *req,
                  uint64_t (*age_key)(const struct slab_info *))
 {
     uint8_t cls = req->cls;
@@ -682,24 +510,7 @@ slab_oldest_pass(struct evict_req *req,
     return EVICT_FAIL;
 }
 
-/*
- * A spared slab (damping) uses up a pick like a busy one, which keeps the
- * rule-2 gate looking at the oldest slab (measured: skipping spared slabs
- * instead let the gate approve younger victims, and -m 8 went from 0.73
- * to 0.66). If all picks were spared and cls holds no slab at all, one
- * more pass without damping.
- */
-evict_rstatus_t
-evict_slab_oldest(struct evict_req *req,
-                  uint64_t (*age_key)(const struct slab_info *))
-{
-    evict_rstatus_t st = slab_oldest_pass(req, age_key);
 
-    if (st == EVICT_FAIL && evict_undamp(req)) {
-        st = slab_oldest_pass(req, age_key);
-    }
-    return st;
-}
 
 static uint64_t
 accessed_key(const struct slab_info *s)
@@ -710,13 +521,13 @@ accessed_key(const struct slab_info *s)
 evict_rstatus_t
 evict_slab_for(uint8_t cls)
 {
-    struct evict_req req = { .cls = cls, .gated = false, .damp = false, .batch = 1,
+    struct evict_req req = { .cls = cls, .gated = false, .batch = 1,
                              .others_only = true };
     evict_rstatus_t st = evict_slab_oldest(&req, accessed_key);
 
     if (st == EVICT_OK) {
         atomic_store(&given_sid, req.sid);
-        atomic_store(&given_until_ms, clock_now_ms() + EVICT_LAST_SLAB_MS);
+        atomic_store(&given_until_ms, clock_now_ms() + EVICT_GIVEN_MS);
     }
     return st;
 }

@@ -103,6 +103,18 @@ view_refresh(uint64_t now)
     atomic_store(&view_stale, false);
 }
 
+/* Lock the view, read anew if a move made it stale or it is old. */
+static void
+view_take(void)
+{
+    uint64_t now = clock_now_ms();
+
+    pthread_mutex_lock(&view_lock);
+    if (atomic_load(&view_stale) || now >= view.at_ms + AUTO_VIEW_MS) {
+        view_refresh(now);
+    }
+}
+
 /* Whether cls's next slab earns more than donor's last, beyond the noise. */
 static bool
 move_pays(uint8_t cls, uint8_t donor)
@@ -124,13 +136,9 @@ move_pays(uint8_t cls, uint8_t donor)
 static uint8_t
 donor_at(uint8_t cls, bool any, unsigned k)
 {
-    uint64_t now = clock_now_ms();
     uint8_t donor = 0;
 
-    pthread_mutex_lock(&view_lock);
-    if (atomic_load(&view_stale) || now >= view.at_ms + AUTO_VIEW_MS) {
-        view_refresh(now);
-    }
+    view_take();
     for (unsigned i = 0, seen = 0; i < view.n; i++) {
         if (view.order[i] == cls) {
             continue;
@@ -151,6 +159,15 @@ uint8_t
 evict_auto_donor(uint8_t cls, bool any)
 {
     return donor_at(cls, any, 0);
+}
+
+bool
+evict_auto_pays(uint8_t cls, uint8_t donor)
+{
+    view_take();
+    bool pays = view.slabs[donor] > 0 && move_pays(cls, donor);
+    pthread_mutex_unlock(&view_lock);
+    return pays;
 }
 
 /* The donor's least recently accessed slab that may move, into cls. */
@@ -210,6 +227,16 @@ auto_items(struct evict_req *req)
 {
     req->freed = item_clock_pull(req->cls, true, req->batch);
     return req->freed > 0 ? EVICT_OK : EVICT_FAIL;
+}
+
+bool
+evict_auto_first(uint8_t cls, uint32_t *freed)
+{
+    if (!move_to(cls, true)) {
+        return false;
+    }
+    *freed = slab_class_perslab(cls);
+    return true;
 }
 
 static evict_rstatus_t

@@ -79,10 +79,8 @@ random_pass(struct evict_req *req)
 }
 
 /*
- * Gated (random,lru): if every pick was a slab damping spares and the
- * class holds no slab at all, one more round without damping. Alone: if
- * every draw was another class's only slab (most of them, when a small
- * cache has more active classes than slabs), or every pick failed
+ * Alone: if every draw was another class's only slab (most of them, when
+ * a small cache has more active classes than slabs), or every pick failed
  * otherwise, the class judges its own items, as a draw of its own slab
  * would have: before this, 16,234 of 68,154 sets at -m 32 on the mixed
  * load found no victim and were refused.
@@ -92,9 +90,6 @@ random_evict(struct evict_req *req)
 {
     evict_rstatus_t st = random_pass(req);
 
-    if (st == EVICT_FAIL && evict_undamp(req)) {
-        st = random_pass(req);
-    }
     if (st == EVICT_FAIL && !req->gated && !req->others_only &&
         slab_class_slabs(req->cls) > 0) {
         req->freed = item_clock_pull(req->cls, true, req->batch);

@@ -30,7 +30,6 @@
 #define PROBATION_PCT       10    /* of a class's chunks: the FIFO's quota */
 #define PROBATION_MIN_CAP   16    /* entries of a ring's first allocation */
 #define PROBATION_TICK_MS   16    /* resolution of an entry's age */
-#define PROBATION_DUE_LOOKS 16    /* stale entries passed to find the oldest */
 #define PROBATION_LOOKS     1024  /* entries judged per call, at most: read
                                      ones left behind are cheap to pass, and
                                      stopping early let the hand evict a read
@@ -422,8 +421,6 @@ item_probation_push(struct item *it)
                                            .tag = probation_tag(it),
                                            .tick = probation_tick(clock_now_ms()) };
     l->prob_count++;
-    l->arrived_ms[l->arrived_pos] = clock_now_ms();
-    l->arrived_pos = (uint8_t)((l->arrived_pos + 1) % ITEM_ARRIVALS);
     slab_unlock(cls);
 }
 
@@ -466,55 +463,6 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
     if (l->prob_cap > 2 * keep && l->prob_count < keep) {
         (void)probation_resize(l, keep);
     }
-    return freed;
-}
-
-bool
-item_probation_due(uint8_t cls, uint64_t *since_ms)
-{
-    struct item_class_state *l = &item_classes[cls];
-    bool due = false;
-
-    slab_lock(cls);
-    /* The first entry still on probation; a few stale ones may lead. */
-    for (uint32_t i = 0; i < l->prob_count && i < PROBATION_DUE_LOOKS; i++) {
-        if (l->prob_count < probation_quota(cls)) {
-            break;
-        }
-        const struct item_probation *e = &l->prob[(l->prob_head + i) & (l->prob_cap - 1)];
-        if (probation_item(cls, e) == NULL) {
-            continue;
-        }
-        uint64_t now = clock_now_ms();
-        uint64_t age = (uint64_t)(uint16_t)(probation_tick(now) - e->tick) * PROBATION_TICK_MS;
-        *since_ms = now > age ? now - age : 0;
-        due = true;
-        break;
-    }
-    slab_unlock(cls);
-    return due;
-}
-
-uint64_t
-item_class_arrived_ms(uint8_t cls)
-{
-    struct item_class_state *l = &item_classes[cls];
-    uint64_t t;
-
-    slab_lock(cls);
-    t = l->arrived_ms[l->arrived_pos];     /* the oldest of the last few */
-    slab_unlock(cls);
-    return t;
-}
-
-uint32_t
-item_probation_pull(uint8_t cls, uint32_t max)
-{
-    uint32_t freed;
-
-    slab_lock(cls);
-    freed = probation_evict(cls, max, clock_now());
-    slab_unlock(cls);
     return freed;
 }
 

@@ -39,9 +39,6 @@ struct item_class_state {
     uint32_t         prob_count;
     uint64_t         prob_owed;     /* left the FIFO unjudged: the hand's first */
     bool             prob_hand_turn;
-    /* When its last ITEM_ARRIVALS new items joined probation, a ring. */
-    uint64_t         arrived_ms[ITEM_ARRIVALS];
-    uint8_t          arrived_pos;
     _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
     _Atomic uint64_t crawler_items_checked;
 };

@@ -894,7 +894,7 @@ slab_find_empty(uint8_t except, uint32_t from)
 }
 
 bool
-slab_class_times(uint8_t cls, struct slab_class_times *out)
+slab_class_coldest(uint8_t cls, uint64_t *accessed_ms)
 {
     uint32_t n = slab_table_count();
     bool found = false;
@@ -905,27 +905,12 @@ slab_class_times(uint8_t cls, struct slab_class_times *out)
             continue;
         }
         uint64_t a = atomic_load_explicit(&s->accessed_ms, memory_order_relaxed);
-        if (!found) {
-            out->coldest_ms = out->warmest_ms = a;
-            found = true;
-            continue;
+        if (!found || a < *accessed_ms) {
+            *accessed_ms = a;
         }
-        out->coldest_ms = a < out->coldest_ms ? a : out->coldest_ms;
-        out->warmest_ms = a > out->warmest_ms ? a : out->warmest_ms;
+        found = true;
     }
     return found;
-}
-
-bool
-slab_class_coldest(uint8_t cls, uint64_t *accessed_ms)
-{
-    struct slab_class_times t;
-
-    if (!slab_class_times(cls, &t)) {
-        return false;
-    }
-    *accessed_ms = t.coldest_ms;
-    return true;
 }
 
 uint32_t

@@ -53,39 +53,35 @@ def mixed_sizes_hit_ratio_against_memcached():
         # timed: the comparison is for release builds.
         raise SkipCheck("ASan build: hit ratios not compared")
     mc = hit_ratio("memcached", [])
-    sc = hit_ratio("slabcache", ["--policy", "lrc,lru"])
-    print("  memcached %.4f, slabcache (lrc,lru) %.4f, slabs moved %d"
+    sc = hit_ratio("slabcache", ["--policy", "auto"])
+    print("  memcached %.4f, slabcache (auto) %.4f, slabs moved %d"
           % (mc["hit_ratio"], sc["hit_ratio"], sc["slabs_evicted"]))
     check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.02,
           "slabcache %.4f vs memcached %.4f" % (sc["hit_ratio"], mc["hit_ratio"]))
 
 
 @test
-def mixed_sizes_slab_level_policies_do_not_circle():
-    """At -m 64 classes hold several slabs, and plain `lra` and `random`
-    pick other classes' slabs all the time: before the move budget (evict.c
-    move_budget_take) they moved 20,000-35,000 slabs in 25 s, 11-20% of the
-    items evicted, and fell below memcached (0.909-0.916 against 0.916);
-    with it 260-270, 0.2%, and 0.922. Moves are bounded at 3% of item
-    evictions, the hit ratio at memcached's less 0.01 (noise of short
-    runs)."""
+def mixed_sizes_measured_moves_do_not_circle():
+    """At -m 64 every class holds several slabs and is read all the time:
+    slabs should move only where the measurement shows a difference. Plain
+    `lra` (twemcache's, a slab at every eviction that picks another class's)
+    moved 17,207 slabs for 27,841 items evicted here, at 0.888 against
+    memcached's 0.911. The default `auto` must stay within 3% moves per item
+    evicted and at memcached's hit ratio less 0.01 (noise of short runs)."""
     slabcache_only()
     if not MEMCACHED:
         raise SkipCheck("memcached not installed: no reference to compare with")
     if is_sanitized():
         raise SkipCheck("ASan build: hit ratios not compared")
     mc = hit_ratio("memcached", [], memory=64)
-    for policy in ("lra", "random"):
-        sc = hit_ratio("slabcache", ["--policy", policy], memory=64)
-        print("  -m 64: memcached %.4f, slabcache (%s) %.4f, slabs moved %d, items evicted %d"
-              % (mc["hit_ratio"], policy, sc["hit_ratio"], sc["slabs_evicted"],
-                 sc["evictions"]))
-        check(sc["evictions"] > 0, "%s: the load evicted nothing" % policy)
-        check(sc["slabs_evicted"] <= 0.03 * sc["evictions"],
-              "%s: %d slabs moved for %d items evicted"
-              % (policy, sc["slabs_evicted"], sc["evictions"]))
-        check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.01,
-              "%s: %.4f vs memcached %.4f" % (policy, sc["hit_ratio"], mc["hit_ratio"]))
+    sc = hit_ratio("slabcache", ["--policy", "auto"], memory=64)
+    print("  -m 64: memcached %.4f, slabcache (auto) %.4f, slabs moved %d, items evicted %d"
+          % (mc["hit_ratio"], sc["hit_ratio"], sc["slabs_evicted"], sc["evictions"]))
+    check(sc["evictions"] > 0, "the load evicted nothing")
+    check(sc["slabs_evicted"] <= 0.03 * sc["evictions"],
+          "%d slabs moved for %d items evicted" % (sc["slabs_evicted"], sc["evictions"]))
+    check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.01,
+          "%.4f vs memcached %.4f" % (sc["hit_ratio"], mc["hit_ratio"]))
 
 
 # Every value size from 20 B to 200 KB (bench/rss-vs-limit's load).
