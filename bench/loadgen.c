@@ -51,6 +51,8 @@
 
 #include <event2/event.h>
 
+#include "tenants.h"
+
 #define KEY_MAX           250          /* memcached's key length limit */
 #define LINE_MAX_LEN      512          /* longest header line we send */
 #define RBUF_SIZE         (64 * 1024)
@@ -102,6 +104,7 @@ static struct options {
     bool json;
     bool quiet;
     bool verify;
+    struct tenants tenants;     /* --tenants: n > 0 */
 } opt = {
     .host = "127.0.0.1",
     .port = DEFAULT_PORT,
@@ -122,6 +125,10 @@ static struct options {
 static char *pattern;
 static size_t wbuf_size;
 static struct addrinfo *server_ai;
+/* --tenants: index of the next request of the stream, shared by all
+ * connections (tenants.h), so request i is the same whatever the
+ * connection count and the server sees them in about index order. */
+static uint64_t stream_next;
 
 /* --- small utilities ----------------------------------------------------- */
 
@@ -486,6 +493,8 @@ struct stats {
     uint64_t verify_mismatch;
     uint64_t start_ns;
     uint64_t end_ns;
+    uint64_t tenant_gets[TENANTS_MAX];  /* --tenants */
+    uint64_t tenant_hits[TENANTS_MAX];
     struct hist lat;
 };
 
@@ -609,6 +618,9 @@ key_format(const struct conn *c, uint64_t key_num, char *buf)
 {
     int n;
 
+    if (opt.tenants.n > 0) {
+        return tenant_key_format(&opt.tenants, key_num, buf, KEY_MAX + 1);
+    }
     if (opt.sequential) {
         n = snprintf(buf, KEY_MAX + 1, "%sc%u:%" PRIu64, opt.prefix, c->id,
                      key_num);
@@ -632,6 +644,16 @@ key_size(uint64_t h)
         }
     }
     return opt.sizes[i].size;
+}
+
+/* The size a set of key_num writes (h: the hash of its key). */
+static uint32_t
+value_size(uint64_t key_num, uint64_t h)
+{
+    if (opt.tenants.n > 0) {
+        return opt.tenants.t[tenant_of(key_num)].size;
+    }
+    return key_size(h);
 }
 
 static uint64_t
@@ -741,7 +763,7 @@ queue_set(struct conn *c, uint64_t key_num, uint64_t start)
     char key[KEY_MAX + 1];
     size_t klen = key_format(c, key_num, key);
     uint64_t h = key_hash(key, klen);
-    uint32_t size = key_size(h);
+    uint32_t size = value_size(key_num, h);
     char *p = c->wbuf + c->wtail;
     int n;
 
@@ -755,11 +777,54 @@ queue_set(struct conn *c, uint64_t key_num, uint64_t start)
     ring_push(c, REQ_SET, key_num, start);
 }
 
+/* Whether this connection may queue another workload request. */
+static bool
+calls_left(const struct conn *c)
+{
+    if (opt.calls == 0) {
+        return true;
+    }
+    if (opt.tenants.n > 0) {
+        return __atomic_load_n(&stream_next, __ATOMIC_RELAXED) <
+               opt.calls * opt.conns;
+    }
+    return c->calls_sent < opt.calls;
+}
+
+/* --tenants: the next request index of the stream, false once --calls x
+ * --conns have been handed out. */
+static bool
+stream_take(uint64_t *idx)
+{
+    uint64_t cur = __atomic_load_n(&stream_next, __ATOMIC_RELAXED);
+
+    do {
+        if (opt.calls > 0 && cur >= opt.calls * opt.conns) {
+            return false;
+        }
+    } while (!__atomic_compare_exchange_n(&stream_next, &cur, cur + 1, true,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    *idx = cur;
+    return true;
+}
+
 static void
 queue_workload_request(struct conn *c, uint64_t start)
 {
-    uint64_t key_num = next_key_num(c);
-    bool is_get = opt.get_ratio > 0.0 && rng_double(&c->rng) < opt.get_ratio;
+    uint64_t idx, key_num;
+    bool is_get;
+
+    if (opt.tenants.n > 0) {
+        if (!stream_take(&idx)) {
+            return;
+        }
+        queue_get(c, tenants_request(&opt.tenants, opt.seed, idx), start);
+        c->calls_sent++;
+        c->w->st.requests++;
+        return;
+    }
+    key_num = next_key_num(c);
+    is_get = opt.get_ratio > 0.0 && rng_double(&c->rng) < opt.get_ratio;
 
     if (is_get) {
         queue_get(c, key_num, start);
@@ -795,7 +860,7 @@ intended_ns(const struct conn *c, uint64_t k)
 static bool
 conn_finished(const struct conn *c)
 {
-    return opt.calls > 0 && c->calls_sent >= opt.calls &&
+    return opt.calls > 0 && !calls_left(c) &&
            c->ring_count == 0 && c->fill_count == 0 && c->whead == c->wtail;
 }
 
@@ -854,7 +919,7 @@ conn_pump(struct conn *c, uint64_t now)
             queue_fill(c, now);
             continue;
         }
-        if (opt.calls > 0 && c->calls_sent >= opt.calls) {
+        if (!calls_left(c)) {
             break;
         }
         if (opt.rate > 0.0) {
@@ -903,6 +968,10 @@ complete_request(struct conn *c, enum rsp_type type, uint64_t now)
     if (p->type == REQ_GET) {
         st->get_keys += opt.multiget;
         st->values += c->nvalues;
+        if (opt.tenants.n > 0) {
+            st->tenant_gets[tenant_of(p->key_num)]++;
+            st->tenant_hits[tenant_of(p->key_num)] += type == RSP_HIT;
+        }
     }
     hist_record(&st->lat, now > p->start_ns ? now - p->start_ns : 0);
     if (type == RSP_MISS && opt.cache_aside) {
@@ -1001,7 +1070,7 @@ start_value(struct conn *c, const char *line, size_t len)
         uint64_t h = key_hash(want, klen);
 
         if (strlen(key) != klen || memcmp(key, want, klen) != 0 ||
-            nbytes != key_size(h)) {
+            nbytes != value_size(key_num, h)) {
             c->w->st.verify_mismatch++;
         } else {
             c->verify_value = true;
@@ -1614,6 +1683,11 @@ usage(FILE *f)
         "  --seed N             RNG seed (default fixed)\n"
         "  --expire N           exptime for sets (default 0)\n"
         "  --verify             check VALUE bytes against what a set writes\n"
+        "  --tenants SPEC       look-aside tenants size:keys:dist:share[:prefix],...\n"
+        "                       (dist uniform|zipfS); every request is a get,\n"
+        "                       a miss is filled; request i of the stream is\n"
+        "                       a function of --seed and i, --calls x --conns\n"
+        "                       requests in all (bench/tenants.h)\n"
         "  --json               print results as one JSON object\n"
         "  --quiet              no diagnostics on stderr\n");
 }
@@ -1645,6 +1719,7 @@ parse_options(int argc, char **argv)
         { "verify", no_argument, NULL, 'V' },
         { "json", no_argument, NULL, 'j' },
         { "quiet", no_argument, NULL, 'Q' },
+        { "tenants", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -1703,12 +1778,32 @@ parse_options(int argc, char **argv)
         case 'V': opt.verify = true; break;
         case 'j': opt.json = true; break;
         case 'Q': opt.quiet = true; break;
+        case 't': {
+            char err[256];
+
+            if (!tenants_parse(&opt.tenants, optarg, err, sizeof(err))) {
+                die("--tenants: %s", err);
+            }
+            break;
+        }
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); exit(2);
         }
     }
     if (optind < argc) {
         die("unexpected argument '%s'", argv[optind]);
+    }
+    if (opt.tenants.n > 0) {
+        if (opt.sequential || opt.multiget > 1 || opt.meta) {
+            die("--tenants is not combined with --sequential, --multiget or --meta");
+        }
+        opt.get_ratio = 1.0;    /* look-aside: gets, misses filled */
+        opt.cache_aside = true;
+        for (i = 0; i < opt.tenants.n; i++) {
+            if (opt.tenants.t[i].size > opt.max_size) {
+                opt.max_size = opt.tenants.t[i].size;
+            }
+        }
     }
     if (!size_set) {
         opt.sizes[0].size = 100;
@@ -1772,6 +1867,10 @@ stats_merge(struct stats *dst, const struct stats *src)
     dst->timeouts += src->timeouts;
     dst->protocol_errors += src->protocol_errors;
     dst->verify_mismatch += src->verify_mismatch;
+    for (i = 0; i < TENANTS_MAX; i++) {
+        dst->tenant_gets[i] += src->tenant_gets[i];
+        dst->tenant_hits[i] += src->tenant_hits[i];
+    }
     if (dst->start_ns == 0 || src->start_ns < dst->start_ns) {
         dst->start_ns = src->start_ns;
     }
@@ -1874,7 +1973,17 @@ print_json(const struct stats *st, const struct summary *s)
     for (i = 0; i < 6; i++) {
         printf("%s\"%s\":%.1f", i ? "," : "", lat_names[i], s->us[i]);
     }
-    printf("},\"bytes_out\":%" PRIu64 ",\"bytes_in\":%" PRIu64
+    printf("}");
+    if (opt.tenants.n > 0) {
+        printf(",\"stream_requests\":%" PRIu64 ",\"tenants\":[", stream_next);
+        for (i = 0; i < opt.tenants.n; i++) {
+            printf("%s{\"prefix\":\"%s\",\"gets\":%" PRIu64 ",\"hits\":%" PRIu64 "}",
+                   i ? "," : "", opt.tenants.t[i].prefix, st->tenant_gets[i],
+                   st->tenant_hits[i]);
+        }
+        printf("]");
+    }
+    printf(",\"bytes_out\":%" PRIu64 ",\"bytes_in\":%" PRIu64
            ",\"errors\":{\"refused\":%" PRIu64 ",\"connect\":%" PRIu64
            ",\"reset\":%" PRIu64 ",\"eof\":%" PRIu64 ",\"io\":%" PRIu64
            ",\"timeouts\":%" PRIu64 ",\"protocol\":%" PRIu64

@@ -39,7 +39,7 @@
 
 #define SIZING_PER_SLAB   1024  /* sampled keys per slab of a class's items, at most */
 #define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
-#define SIZING_WINDOW     4     /* histograms halve every 4x capacity sampled gets */
+#define SIZING_WINDOW     1     /* histograms halve every 1x capacity sampled gets */
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
 
 /* limit: -m in bytes; slabs: how many slabs it holds. */
