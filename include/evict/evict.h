@@ -68,7 +68,7 @@ extern const struct evict_policy evict_policy_none;
  * The gate of a slab-level policy followed by an item-level one (e.g.
  * lrc,lru): the victim slab sid moves to cls only if it is another
  * class's and the measured allocator says the move pays (evict_auto_pays).
- * A class with no items of its own is not gated: it gets the slab the
+ * A class that holds no slab is not gated: it gets the slab the
  * measurement values least (evict_auto_first), whatever the policy.
  */
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
@@ -124,6 +124,8 @@ bool            evict_auto_pays(uint8_t cls, uint8_t donor);
 bool            evict_auto_first(uint8_t cls, uint32_t *freed);
 /* Slabs the measured allocator moved. */
 uint64_t        evict_auto_moves(void);
+/* A slab moved some other way: the allocator's view of the classes is stale. */
+void            evict_auto_note_move(void);
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */

@@ -271,6 +271,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
             continue;
         }
         if (slab_move_empty(sid, cls)) {
+            evict_auto_note_move();
             *freed = slab_class_perslab(cls);
             return true;
         }
@@ -301,7 +302,9 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
         }
         req.gated = p->slab_level && stack_has_item_level_after(s, i);
         req.freed = 0;
-        if (req.gated && !items_only && item_class_items(cls) == 0 &&
+        /* (Not "no items": the chained values' body class holds none
+         * of its own, only their bodies, and frees them item by item.) */
+        if (req.gated && !items_only && slab_class_slabs(cls) == 0 &&
             evict_auto_first(cls, &req.freed)) {
             if (freed != NULL) {
                 *freed = req.freed;
@@ -443,6 +446,7 @@ evict_slab(uint32_t sid, struct evict_req *req)
     }
     switch (item_slab_evict(sid, req->cls)) {
     case ITEM_SLAB_OK:
+        evict_auto_note_move();
         req->freed = slab_class_perslab(req->cls);
         req->sid = sid;
         return EVICT_OK;

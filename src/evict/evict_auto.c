@@ -257,6 +257,20 @@ auto_evict(struct evict_req *req)
     return EVICT_FAIL;
 }
 
+void
+evict_auto_note_move(void)
+{
+    atomic_store(&view_stale, true);
+}
+
+/* A new stack with auto in it: nothing cached from before counts. */
+static int
+auto_setup(void)
+{
+    atomic_store(&view_stale, true);
+    return 0;
+}
+
 uint64_t
 evict_auto_moves(void)
 {
@@ -266,7 +280,7 @@ evict_auto_moves(void)
 const struct evict_policy evict_policy_auto = {
     .name = "auto",
     .slab_level = true,
-    .setup = NULL,
+    .setup = auto_setup,
     .teardown = NULL,
     .evict = auto_evict,
     .evict_items = auto_items,

@@ -5,7 +5,7 @@
  *
  * In a stack with an item-level policy after it (gated, e.g. lrc,lru) the
  * oldest slab moves only when the measured allocator says it pays, and a
- * class with no items of its own gets the slab the measurement values
+ * class that holds no slab gets the slab the measurement values
  * least (evict.c: a hot old slab is never the price of a new value size).
  */
 #include "evict.h"

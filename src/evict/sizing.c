@@ -40,7 +40,7 @@ struct sz_class {
     uint32_t  low;              /* no entry below this position */
     uint32_t  n;                /* entries */
     uint32_t  rate0;            /* threshold at shift 0 */
-    float    *hist;             /* weighted gets by distance in slabs; [depth]: beyond */
+    double   *hist;             /* weighted gets by distance in slabs; [depth]: beyond */
     double    gets;             /* weighted gets, all of them */
     double    cold;             /* weighted gets of keys not in the sample */
 };
@@ -360,7 +360,7 @@ window_halve(void)
             continue;
         }
         for (uint32_t b = 0; b <= depth; b++) {
-            c->hist[b] *= 0.5f;
+            c->hist[b] *= 0.5;
         }
         c->gets *= 0.5;
         c->cold *= 0.5;
@@ -399,7 +399,7 @@ note_get(uint8_t cls, uint32_t e)
         uint32_t dist = c->n - fen_prefix(c, ents[e].t);
         double ps = per_slab(cls);
         double b = ps > 0 ? dist / ps : depth;
-        c->hist[b < depth ? (uint32_t)b : depth] += (float)w;
+        c->hist[b < depth ? (uint32_t)b : depth] += w;
     }
     if (++window_gets >= (uint64_t)SIZING_WINDOW * nents) {
         window_gets = 0;
@@ -430,7 +430,9 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
         return;
     }
     pthread_mutex_lock(&sz_lock);
-    if (!atomic_load(&sz_on)) {
+    /* Again under the lock: a shift may have lowered the threshold since. */
+    if (!atomic_load(&sz_on) ||
+        (kind != ITEM_REF_MISS && s >= atomic_load(&thresh[cls]))) {
         pthread_mutex_unlock(&sz_lock);
         return;
     }
@@ -608,9 +610,14 @@ sizing_setup(size_t limit, uint32_t slabs)
 
     sizing_teardown();
     pthread_mutex_lock(&sz_lock);
-    depth = SIZING_DEPTH * (slabs > 0 ? slabs : 1);
     budget = limit / 100 * SIZING_BUDGET_PCT;
-    fixed = (size_t)ncls * (((size_t)depth + 1) * sizeof(float) + 8 * SZ_MIN_CAP);
+    /* The histograms take at most a quarter of the budget: with small
+     * slabs (-I) the curve stops short of 4x -m rather than leave no
+     * room for keys. */
+    uint64_t want = (uint64_t)SIZING_DEPTH * (slabs > 0 ? slabs : 1);
+    uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * sizeof(double));
+    depth = (uint32_t)(want < room ? want : room > 1 ? room - 1 : 1);
+    fixed = (size_t)ncls * (((size_t)depth + 1) * sizeof(double) + 8 * SZ_MIN_CAP);
     nents = budget > fixed + 64 * per_entry ? (uint32_t)((budget - fixed) / per_entry) : 64;
     uint32_t nb = 1;
     while (nb < nents) {
@@ -635,6 +642,7 @@ sizing_setup(size_t limit, uint32_t slabs)
     nused = 0;
     shift = 0;
     window_gets = 0;
+    unseen = 0;
     bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
     for (unsigned i = 1; i <= ncls; i++) {
         uint32_t per = slab_class_perslab((uint8_t)i);

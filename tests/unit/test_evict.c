@@ -547,6 +547,7 @@ START_TEST(test_gate_moves_unread_slabs_to_the_class)
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
     char key[32];
 
+    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
     fill_small("a");
     ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
     /* Nobody reads A: its slabs earn no measured hit. */
