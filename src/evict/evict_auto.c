@@ -131,7 +131,8 @@ move_pays(uint8_t cls, uint8_t donor)
 /*
  * The k-th class (0: the cheapest) that should give cls a slab now, or 0.
  * any: whatever cls would earn. The order is by what the last slab earns,
- * so once one does not pay, none after it does.
+ * and the search ends at the first that does not pay (a dearer class may
+ * still pass the test when it is sampled more finely: open).
  */
 static uint8_t
 donor_at(uint8_t cls, bool any, unsigned k)
