@@ -21,8 +21,9 @@
  * as one of 100 B values. Everything (entries, their order, the
  * histograms) fits in 1% of -m: when the sample outgrows it, every rate is
  * halved and the keys past the new threshold dropped. The histograms are
- * halved every SIZING_WINDOW sampled gets per entry of capacity, so they
- * follow a workload that changes.
+ * halved every time the sample has seen a quarter as many sampled gets
+ * as it can hold keys (SIZING_WINDOW_DIV), so they follow a workload that
+ * changes.
  *
  * The request path calls sizing_ref() (through storage's reference hook);
  * an unsampled key costs a multiply and a compare, a sampled one a
@@ -39,7 +40,7 @@
 
 #define SIZING_PER_SLAB   1024  /* sampled keys per slab of a class's items, at most */
 #define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
-#define SIZING_WINDOW     1     /* histograms halve every 1x capacity sampled gets */
+#define SIZING_WINDOW_DIV 4     /* histograms halve every capacity/4 sampled gets */
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
 
 /* limit: -m in bytes; slabs: how many slabs it holds. */

@@ -401,7 +401,7 @@ note_get(uint8_t cls, uint32_t e)
         double b = ps > 0 ? dist / ps : depth;
         c->hist[b < depth ? (uint32_t)b : depth] += w;
     }
-    if (++window_gets >= (uint64_t)SIZING_WINDOW * nents) {
+    if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV + 1) {
         window_gets = 0;
         window_halve();
     }

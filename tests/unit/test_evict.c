@@ -547,7 +547,7 @@ START_TEST(test_gate_moves_unread_slabs_to_the_class)
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
     char key[32];
 
-    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     fill_small("a");
     ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
     /* Nobody reads A: its slabs earn no measured hit. */
@@ -653,7 +653,7 @@ START_TEST(test_gate_keeps_slabs_that_earn_more)
     uint64_t seed = 5;
     char key[32];
 
-    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     fill_two(NSLABS - 1);
     ck_assert_uint_eq(slabs_of(b), 1);
     ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
@@ -686,7 +686,7 @@ START_TEST(test_empty_class_gets_the_least_valued_slab)
 
     ck_assert_uint_ne(c, a);
     ck_assert_uint_ne(c, b);
-    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     fill_two(NSLABS - 1);
     measure_uniform(a, NSLABS, 8000, &seed);
     ck_assert_uint_eq(owner(0), a);
@@ -894,7 +894,7 @@ END_TEST
 static void
 auto_four_and_four(void)
 {
-    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     fill_two(4);
     ck_assert_uint_eq(slabs_of(cls_of(LARGE_LEN)), 4);
     ck_assert_int_eq(evict_configure("auto", 4), 0);
@@ -955,7 +955,7 @@ START_TEST(test_auto_first_slab_and_unread_memory)
 {
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
 
-    ck_assert_int_eq(sizing_setup(64u << 20, NSLABS), 0);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     ck_assert_uint_gt(fill_small("a"), 0);  /* policy none: until refused */
     ck_assert_uint_eq(slabs_of(a), NSLABS);
     ck_assert_int_eq(evict_configure("auto", 4), 0);
