@@ -448,6 +448,10 @@ main(int argc, char **argv)
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return EXIT_FAILURE;
     }
+    /* -m bounds the measurement too: slabs get -m less its budget. */
+    struct sizing_state sz;
+    sizing_state(&sz);
+    slab_set_reserve(sz.budget);
     item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_SIZE, reserved_fds());

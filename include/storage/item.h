@@ -272,6 +272,13 @@ item_status_t item_alloc_try(const char *key, size_t nkey, uint32_t flags,
 uint8_t       item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n);
 /* The slab class an item of this shape goes to; 0 if none can hold it. */
 uint8_t       item_class_of(size_t nkey, uint32_t vlen);
+/*
+ * Whether cls's only slab may go without a first slab carved for it again
+ * at once: its items are placed by size (not the chained values' bodies
+ * nor the flash stubs, whose classes are fixed) and a larger class of its
+ * group holds a slab (slab_class_homed).
+ */
+bool          item_class_homed(uint8_t cls);
 /* Count an allocation that failed even after eviction (outofmemory). */
 void          item_note_outofmemory(uint8_t cls);
 void          item_release(struct item *it);

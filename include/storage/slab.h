@@ -120,6 +120,12 @@ uint8_t  slab_clsid(size_t size);
  */
 #define SLAB_SHARE 1.25
 uint8_t  slab_clsid_alloc(size_t size);
+/*
+ * Whether cls's items have a home at the limit without a slab of their
+ * own: a larger class of its group holds one (slab_clsid_alloc sends them
+ * there). Its only slab may then move without another being carved.
+ */
+bool     slab_class_homed(uint8_t cls);
 uint8_t  slab_class_count(void);          /* highest valid class id */
 size_t   slab_size(void);
 
@@ -212,14 +218,26 @@ uint32_t     slab_class_slabs(uint8_t cls);
 /*
  * memcached's rule for a class's first slab: carved even past the limit,
  * so every active class holds memory of its own (and eviction spares
- * another class's only slab, evict.c). Memory can then exceed the limit
- * by one slab per active class. Off after slab_setup(); the server turns
- * it on (-o first_slab_past_limit, default 1).
+ * another class's only slab, evict.c). Off after slab_setup(); the server
+ * turns it on (-o first_slab_past_limit, default 1). slab_alloc() carves
+ * it when asked for a chunk of such a class; the cache layer asks the
+ * eviction layer first for an item placed by size, which moves a slab some
+ * class can spare and grants one with slab_grow_first() only when none can.
  */
 void     slab_set_first_past_limit(bool on);
 bool     slab_first_past_limit(void);
+/* Carve cls's first slab, past the limit if the rule is on; false if cls
+ * holds a slab already, or no slab could be carved. Takes the class lock. */
+bool     slab_grow_first(uint8_t cls);
 void     slab_set_limit(size_t maxbytes);
 size_t   slab_limit(void);
+/*
+ * Bytes within the limit held by bookkeeping that grows with it (the
+ * eviction layer's measurement, sizing.h): slabs get the limit less this,
+ * so that -m bounds both. slab_room() is what slabs get.
+ */
+void     slab_set_reserve(size_t bytes);
+size_t   slab_room(void);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 
 void     slab_class_stats(uint8_t cls, struct slab_class_stats *out);

@@ -95,6 +95,12 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
     uint8_t cls = item_class_of(nkey, vlen);
     item_status_t st = ITEM_NO_MEMORY;
 
+    /* A class with no slab at the limit: a slab some class can spare
+     * before a first one past -m (evict_run grants that only when none
+     * can), so memory passes -m by about one slab per group of sizes. */
+    if (cls != 0 && slab_first_past_limit() && slab_class_slabs(cls) == 0 && slab_at_limit()) {
+        (void)evict_run(cls, 1, NULL);
+    }
     /* A failed eviction is retried once: the CLOCK hand has moved past
      * whatever was busy (e.g. values still being sent), so a second sweep
      * usually finds something. */

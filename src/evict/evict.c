@@ -318,6 +318,16 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
             return EVICT_OK;
         }
     }
+    /* The first-slab rule: a class with no slab that no policy could give
+     * one (no class can spare a slab, or none may move) carves its own,
+     * past the limit. */
+    if (!items_only && slab_first_past_limit() && slab_class_slabs(cls) == 0 &&
+        slab_grow_first(cls)) {
+        if (freed != NULL) {
+            *freed = slab_class_perslab(cls);
+        }
+        return EVICT_OK;
+    }
     return EVICT_FAIL;
 }
 
@@ -353,8 +363,9 @@ evict_slab_wanted(uint8_t cls, uint32_t sid)
 
 /*
  * Under the first-slab rule (slab.h), another class's only slab stays:
- * that class would carve another past -m at once. A class may always
- * re-carve its own.
+ * that class would carve another past -m at once, unless its items have a
+ * home in a larger class of its group (item_class_homed). A class may
+ * always re-carve its own.
  */
 bool
 evict_slab_last_other(uint32_t sid, uint8_t cls)
@@ -362,7 +373,8 @@ evict_slab_last_other(uint32_t sid, uint8_t cls)
     struct slab_info victim;
 
     return slab_first_past_limit() && slab_table_info(sid, &victim) &&
-           victim.cls != cls && victim.cls != 0 && slab_class_slabs(victim.cls) == 1;
+           victim.cls != cls && victim.cls != 0 && slab_class_slabs(victim.cls) == 1 &&
+           !item_class_homed(victim.cls);
 }
 
 uint8_t

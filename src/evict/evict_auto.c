@@ -65,15 +65,20 @@ edge_value(uint8_t c)
 
 /*
  * A class may give a slab if it has one that may move: not its only slab
- * under the first-slab rule (it would carve another past -m at once), nor
- * a slab of the flash tier's stubs while they are kept (evict_stubs_kept).
+ * under the first-slab rule (it would carve another past -m at once)
+ * unless a larger class of its group holds one for its items
+ * (item_class_homed), nor a slab of the flash tier's stubs while they are
+ * kept (evict_stubs_kept).
  */
 static bool
 may_give(uint8_t c, uint8_t stubs)
 {
     uint32_t keep = slab_first_past_limit() ? 1 : 0;
 
-    return view.slabs[c] > keep && c != stubs;
+    if (c == stubs || view.slabs[c] == 0) {
+        return false;
+    }
+    return view.slabs[c] > keep || item_class_homed(c);
 }
 
 static void

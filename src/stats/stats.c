@@ -705,7 +705,7 @@ emit_double(stats_emit_fn emit, void *ctx, const char *name, double v)
 static void
 emit_sizing(stats_emit_fn emit, void *ctx)
 {
-    uint32_t slabs = (uint32_t)(slab_limit() / slab_size());
+    uint32_t slabs = (uint32_t)(slab_room() / slab_size());
     uint32_t want[SLAB_CLASS_MAX + 1];
     char key[64];
 

@@ -610,6 +610,13 @@ item_class_of(size_t nkey, uint32_t vlen)
     return slab_clsid_alloc(item_total_size(nkey, vlen));
 }
 
+bool
+item_class_homed(uint8_t cls)
+{
+    return cls != 0 && cls != item_chain_cls && cls != item_stub_class() &&
+           slab_class_homed(cls);
+}
+
 uint8_t
 item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n)
 {

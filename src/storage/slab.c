@@ -66,6 +66,7 @@ static struct slab      *table;         /* slab_cap entries */
 static _Atomic uint32_t  table_count;
 static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
+static _Atomic size_t    mem_reserved;     /* slab_set_reserve() */
 static _Atomic size_t    mem_malloced;
 
 static inline struct slab *
@@ -244,6 +245,7 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
         }
     }
     atomic_store(&mem_limit, maxbytes);
+    atomic_store(&mem_reserved, 0);
     atomic_store(&mem_malloced, 0);
     atomic_store(&table_count, 0);
     return SLAB_OK;
@@ -349,6 +351,19 @@ slab_clsid_alloc(size_t size)
         }
     }
     return slab_first_past_limit() ? (uint8_t)top : own;
+}
+
+bool
+slab_class_homed(uint8_t cls)
+{
+    double end = share_group_end(cls);
+
+    for (unsigned c = cls + 1u; c <= nclasses && class_size[c] < end; c++) {
+        if (class_has_slab(c)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 uint8_t
@@ -491,8 +506,8 @@ slab_first_past_limit(void)
 
 /*
  * Append a new slab to the table if the limit allows; table lock inside.
- * A class's first slab is granted past the limit (first), as memcached
- * grants every class one page: see slab_alloc().
+ * A class's first slab may be granted past the limit (first): see
+ * slab_grow_first().
  */
 static uint32_t
 table_append(bool first)
@@ -503,7 +518,7 @@ table_append(bool first)
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
     /* A slab costs its whole pages (stride), whatever -I says. */
-    if ((used + stride <= atomic_load(&mem_limit) ||
+    if ((used + stride <= slab_room() ||
          (first && atomic_load_explicit(&first_past_limit, memory_order_relaxed))) &&
         n < slab_cap &&
         arena_make_writable((size_t)(n + 1) * stride)) {
@@ -593,6 +608,25 @@ slab_alloc_locked(uint8_t cls, uint32_t *sid)
         slab_used_add(table_entry(*sid), 1);
     }
     return it;
+}
+
+bool
+slab_grow_first(uint8_t cls)
+{
+    struct slab_class *c = &classes[cls];
+    bool grown = false;
+
+    assert(cls >= 1 && cls <= nclasses);
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load_explicit(&c->nslabs, memory_order_relaxed) == 0) {
+        uint32_t nsid = table_append(true);
+        if (nsid != SLAB_ID_NONE) {
+            slab_carve(cls, nsid);
+            grown = true;
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+    return grown;
 }
 
 struct item *
@@ -833,8 +867,7 @@ slab_class_free(uint8_t cls)
 bool
 slab_at_limit(void)
 {
-    return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + stride >
-           atomic_load_explicit(&mem_limit, memory_order_relaxed) ||
+    return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + stride > slab_room() ||
            slab_table_count() >= slab_cap;
 }
 
@@ -957,6 +990,21 @@ size_t
 slab_limit(void)
 {
     return atomic_load(&mem_limit);
+}
+
+void
+slab_set_reserve(size_t bytes)
+{
+    atomic_store(&mem_reserved, bytes);
+}
+
+size_t
+slab_room(void)
+{
+    size_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+    size_t reserved = atomic_load_explicit(&mem_reserved, memory_order_relaxed);
+
+    return limit > reserved ? limit - reserved : 0;
 }
 
 size_t

@@ -92,10 +92,15 @@ SLAB_SHARE = 1.25           # include/storage/slab.h
 @test
 def first_slabs_past_the_limit_one_per_group_of_sizes():
     """At -m 8 under every value size from 20 B to 200 KB (about 100
-    classes at -f 1.08), memory past -m is at most one slab per group of
-    chunk sizes within SLAB_SHARE of each other (memcached's spacing),
-    not one per class: before, 99 first slabs (108 MB of RSS, memcached
-    40 MB)."""
+    classes at -f 1.08), memory is about one slab per group of chunk sizes
+    within SLAB_SHARE of each other (memcached's spacing), not one per
+    class (before: 99 first slabs, 108 MB of RSS, memcached 40 MB): a
+    group with no slab at the limit takes one that a class can spare (a
+    second slab, or the only slab of a class whose items a larger class of
+    its group can hold) before one is carved past -m. When it carved first,
+    the 8 slabs below the limit stayed with their classes: 42 slabs in 42
+    classes for 36 groups. A few more than one per group remain when the
+    spare slabs are busy (values being sent) as a group asks."""
     slabcache_only()
     loadgen = os.environ.get("LOADGEN") or os.path.join(
         os.path.dirname(os.path.dirname(server_binary())), "bench", "loadgen")
@@ -119,11 +124,14 @@ def first_slabs_past_the_limit_one_per_group_of_sizes():
             if pages[i] > 0:
                 groups.add(len(ends))
         total = sum(pages.values())
+        holding = sum(1 for i in ids if pages[i])
         print("  -m 8: %d slabs in %d classes, %d groups; RSS %d MB"
-              % (total, sum(1 for i in ids if pages[i]), len(groups), sclib.rss_kb(s.pid) // 1024))
-        check(total <= 8 + len(groups),
-              "%d slabs at -m 8: more than one per group past the limit (%d groups)"
-              % (total, len(groups)))
+              % (total, holding, len(groups), sclib.rss_kb(s.pid) // 1024))
+        check(holding <= len(groups) + 2,
+              "%d classes hold slabs at -m 8: more than one per group (%d groups)"
+              % (holding, len(groups)))
+        check(total <= len(groups) + 4,
+              "%d slabs at -m 8: more than one per group (%d groups)" % (total, len(groups)))
 
 
 if __name__ == "__main__":

@@ -53,11 +53,22 @@ def stats_sizing_reports_the_curve():
         h.request("GET", "/metrics")
         prom = h.getresponse().read().decode()
         h.close()
+        for i in range(20000):      # fill memory: 20 MB of values in -m 16
+            c.set("fill%d" % i, "f" * 1000, noreply=True)
+        filled = c.stats()
     limit = 16 * 1024 * 1024 // 100
     eq(int(st["sizing_memory_limit"]), limit, "the measurement's bound")
     check(0 < int(st["sizing_memory"]) <= limit,
           "sizing_memory %s within %d" % (st["sizing_memory"], limit))
     check(int(st["sizing_keys_sampled"]) > 0, "keys sampled")
+    # -m bounds the measurement too: one class filled memory, and its
+    # slabs took -m less the measurement's budget (-m itself unchanged)
+    eq(int(filled["limit_maxbytes"]), 16 * 1024 * 1024, "limit_maxbytes is -m")
+    check(int(filled["evictions"]) > 0, "memory filled")
+    check(int(filled["total_malloced"]) + limit <= 16 * 1024 * 1024,
+          "slabs %s and the measurement's %d within -m" % (filled["total_malloced"], limit))
+    eq(int(st["sizing_limit_slabs"]), (16 * 1024 * 1024 - limit) // (1024 * 1024),
+       "slabs the curve's 1x has")
     curve = [float(st["hit_ratio_at_" + p]) for p in POINTS]
     check(all(0.0 <= r <= 1.0 for r in curve), "hit ratios in [0, 1]: %r" % curve)
     check(all(a <= b for a, b in zip(curve, curve[1:])), "never falls with memory: %r" % curve)

@@ -25,14 +25,20 @@
 #define LARGE_LEN 20000         /* class B values */
 
 static void
-setup_sized(size_t slabs, size_t slab_sz, const char *policy)
+setup_factor(size_t slabs, size_t slab_sz, double factor, const char *policy)
 {
     clock_setup();
     ck_assert_int_eq(evict_setup(policy), 0);
-    ck_assert_int_eq(slab_setup(slabs * slab_sz, slab_sz, 2.0, 48,
+    ck_assert_int_eq(slab_setup(slabs * slab_sz, slab_sz, factor, 48,
                                 item_total_size(0, 0) - 2), SLAB_OK);
     ck_assert_int_eq(assoc_setup(12), 0);
     ck_assert_int_eq(item_setup(true), 0);
+}
+
+static void
+setup_sized(size_t slabs, size_t slab_sz, const char *policy)
+{
+    setup_factor(slabs, slab_sz, 2.0, policy);
 }
 
 static void
@@ -80,6 +86,9 @@ alloc_evicting(const char *key, size_t nkey, uint32_t len, struct item **out)
     uint8_t cls = item_class_of(nkey, len);
     item_status_t st = ITEM_NO_MEMORY;
 
+    if (cls != 0 && slab_first_past_limit() && slab_class_slabs(cls) == 0 && slab_at_limit()) {
+        (void)evict_run(cls, 1, NULL);      /* a spare slab before a first past -m */
+    }
     for (int tries = 0, failed = 0; tries < 8; tries++) {
         st = item_alloc_try(key, nkey, 0, 0, len, out);
         if (st != ITEM_NO_MEMORY || (evict_run(cls, 1, NULL) != EVICT_OK && ++failed == 2)) {
@@ -281,13 +290,14 @@ START_TEST(test_none_refuses_when_full)
 END_TEST
 
 /*
- * The first-slab rule (slab_set_first_past_limit): a new class gets its
- * first slab past the limit instead of taking one, and no policy takes
- * another class's only slab, so the classes keep one slab each.
+ * The first-slab rule (slab_set_first_past_limit): a new class at the
+ * limit gets a slab another class can spare, and no policy takes another
+ * class's only slab, so the classes keep one slab each and memory stays
+ * at the limit.
  */
 START_TEST(test_first_slab_rule_spares_only_slabs)
 {
-    static const char *const policies[] = { "random", "lra", "lrc", "lrc,lru" };
+    static const char *const policies[] = { "random", "lra", "lrc", "lrc,lru", "auto" };
 
     for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
         if (p > 0) {            /* the fixture set up the first round */
@@ -299,10 +309,10 @@ START_TEST(test_first_slab_rule_spares_only_slabs)
         fill_small("a");
         ck_assert_uint_eq(slabs_of(a), NSLABS);
         ck_assert_int_eq(evict_configure(policies[p], strlen(policies[p])), 0);
-        /* b's first slab is new memory, past the limit. */
+        /* b's first slab is one a can spare: no memory past the limit. */
         ck_assert_int_eq(store("big0", LARGE_LEN), ITEM_OK);
-        ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
-        ck_assert_uint_eq(slabs_of(a), NSLABS);
+        ck_assert_uint_eq(slab_table_count(), NSLABS);
+        ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
         ck_assert_uint_eq(slabs_of(b), 1);
         /* b filling up takes a's slabs, never a's last one. */
         char key[32];
@@ -311,7 +321,7 @@ START_TEST(test_first_slab_rule_spares_only_slabs)
             ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
         }
         ck_assert_uint_ge(slabs_of(a), 1);
-        ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
+        ck_assert_uint_eq(slab_table_count(), NSLABS);
         /* a, down to one slab, still stores: in its own slab. */
         for (int i = 0; i < 50; i++) {
             snprintf(key, sizeof(key), "a2-%d", i);
@@ -319,6 +329,113 @@ START_TEST(test_first_slab_rule_spares_only_slabs)
         }
         ck_assert_uint_ge(slabs_of(a), 1);
         ck_assert_uint_ge(slabs_of(b), 1);
+        slab_set_first_past_limit(false);
+    }
+}
+END_TEST
+
+/*
+ * A class with no slab at the limit carves one past it only when no class
+ * can spare one: every class holds its only slab, or slabs may not move
+ * (an item-level stack: memcached's first page).
+ */
+START_TEST(test_first_slab_past_limit_when_none_can_spare)
+{
+    static const char *const policies[] = { "auto", "lrc,lru", "random", "lru" };
+    char key[32];
+
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        teardown();
+        setup_with(NSLABS, policies[p]);
+        slab_set_first_past_limit(true);
+        /* NSLABS classes with one slab each fill memory. */
+        uint8_t used[NSLABS];
+        uint32_t len = SMALL_LEN, n = 0;
+        while (n < NSLABS) {
+            uint8_t c = cls_of(len);
+            if (n == 0 || c != used[n - 1]) {
+                snprintf(key, sizeof(key), "k%u", n);
+                ck_assert_int_eq(store(key, len), ITEM_OK);
+                ck_assert_uint_eq(slabs_of(c), 1);
+                used[n++] = c;
+            }
+            len = len * 3 / 2;
+        }
+        ck_assert(slab_at_limit());
+        uint8_t fresh = cls_of(len);
+        while (fresh == used[NSLABS - 1]) {
+            len = len * 3 / 2;
+            fresh = cls_of(len);
+        }
+        ck_assert_uint_ne(fresh, 0);
+        ck_assert_int_eq(store("new", len), ITEM_OK);
+        ck_assert_uint_eq(slabs_of(fresh), 1);
+        ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
+        for (n = 0; n < NSLABS; n++) {
+            ck_assert_uint_eq(slabs_of(used[n]), 1);
+        }
+        slab_set_first_past_limit(false);
+    }
+    /* One class holding every slab, but an item-level stack moves none. */
+    teardown();
+    setup_with(NSLABS, "none");
+    slab_set_first_past_limit(true);
+    fill_small("a");
+    ck_assert_int_eq(evict_configure("lru", 3), 0);
+    ck_assert_int_eq(store("big", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(cls_of(LARGE_LEN)), 1);
+    ck_assert_uint_eq(slabs_of(cls_of(SMALL_LEN)), NSLABS);
+    ck_assert_uint_eq(slab_table_count(), NSLABS + 1);
+    slab_set_first_past_limit(false);
+}
+END_TEST
+
+/*
+ * A class whose items have a home in a larger class of its group (fine
+ * classes, -f 1.08) may give its only slab to a new class at the limit:
+ * its items then go to that larger class, and memory stays at the limit
+ * where a first slab would have been carved past it.
+ */
+START_TEST(test_only_slab_of_a_homed_class_moves)
+{
+    static const char *const policies[] = { "auto", "random", "lrc,lru" };
+    char key[32];
+
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        teardown();
+        setup_factor(4, SLAB_SZ, 1.08, policies[p]);
+        slab_set_first_past_limit(true);
+        /* Two neighbouring classes of the first group, then two far apart. */
+        uint32_t lens[4] = { 20, 0, 2000, 20000 };
+        uint8_t c0 = cls_of(20);
+        lens[1] = 20;
+        while (cls_of(lens[1]) == c0) {
+            lens[1]++;
+        }
+        uint8_t c1 = cls_of(lens[1]);
+        for (int i = 0; i < 4; i++) {
+            snprintf(key, sizeof(key), "key0000%d", i);     /* 8 bytes, as cls_of */
+            ck_assert_int_eq(store(key, lens[i]), ITEM_OK);
+        }
+        ck_assert_uint_eq(slab_table_count(), 4);
+        ck_assert(slab_at_limit());
+        ck_assert(item_class_homed(c0));
+        ck_assert(!item_class_homed(c1));
+        ck_assert(!item_class_homed(cls_of(20000)));
+        /* A fifth class takes c0's slab instead of carving past -m. */
+        uint32_t len = 8000;
+        ck_assert_int_eq(store("newkey00", len), ITEM_OK);
+        ck_assert_uint_eq(slabs_of(item_class_of(8, len)), 1);   /* its group's */
+        ck_assert_uint_eq(slab_table_count(), 4);
+        ck_assert_uint_eq(slabs_of(c0), 0);
+        /* c0's items now go to c1, and c1 keeps its only slab. */
+        ck_assert_uint_eq(item_class_of(8, 20), c1);
+        for (int i = 0; i < 50; i++) {
+            snprintf(key, sizeof(key), "small%03d", i);
+            ck_assert_int_eq(store(key, 20), ITEM_OK);
+        }
+        ck_assert_uint_eq(slabs_of(c1), 1);
+        ck_assert_uint_eq(slab_table_count(), 4);
         slab_set_first_past_limit(false);
     }
 }
@@ -1187,6 +1304,8 @@ evict_suite(void)
     tcase_add_test(tc, test_random_moves_a_slab);
     tcase_add_test(tc, test_random_uses_every_slab);
     tcase_add_test(tc, test_first_slab_rule_spares_only_slabs);
+    tcase_add_test(tc, test_first_slab_past_limit_when_none_can_spare);
+    tcase_add_test(tc, test_only_slab_of_a_homed_class_moves);
     tcase_add_test(tc, test_random_takes_other_classes_first);
     tcase_add_test(tc, test_lra_picks_least_recently_accessed);
     tcase_add_test(tc, test_lrc_picks_least_recently_created);

@@ -366,6 +366,29 @@ START_TEST(test_limit_caps_slabs)
 }
 END_TEST
 
+/*
+ * A reserve (the measurement's memory, sizing.h) comes out of the limit:
+ * slabs get the rest, and the limit itself (limit_maxbytes) is unchanged.
+ */
+START_TEST(test_reserve_comes_out_of_the_limit)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    uint32_t sid, n = 0;
+
+    slab_set_reserve(SLAB_SZ / 2);
+    ck_assert_uint_eq(slab_limit(), MAXBYTES);
+    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ / 2);
+    while (slab_alloc(last, &sid) != NULL) {
+        n++;
+    }
+    ck_assert_uint_eq(slab_table_count(), nslabs - 1);
+    ck_assert_uint_eq(n, (nslabs - 1) * cstats(last).chunks_per_page);
+    ck_assert(slab_at_limit());
+    ck_assert_uint_le(slab_malloced(), slab_room());
+}
+END_TEST
+
 START_TEST(test_first_slab_past_limit)
 {
     uint8_t last = slab_class_count();
@@ -377,7 +400,11 @@ START_TEST(test_first_slab_past_limit)
         ck_assert_ptr_nonnull(slab_alloc(last, &sid));
     }
     ck_assert_ptr_null(slab_alloc(last, &sid));     /* it has slabs: no more */
-    /* A class with no slab still gets its first one, past the limit... */
+    ck_assert(!slab_grow_first(last));
+    /* A class with no slab gets its first one past the limit, granted
+     * (the eviction layer, when no class can spare one)... */
+    ck_assert(slab_grow_first(1));
+    ck_assert(!slab_grow_first(1));
     ck_assert_ptr_nonnull(slab_alloc(1, &sid));
     ck_assert_uint_eq(sid, nslabs);
     ck_assert_uint_eq(slab_table_count(), nslabs + 1);
@@ -390,7 +417,14 @@ START_TEST(test_first_slab_past_limit)
     }
     ck_assert_ptr_null(slab_alloc(1, &sid));
     ck_assert_uint_eq(slab_table_count(), nslabs + 1);
+    /* ...or carved when a chunk of it is asked for (stubs, chained
+     * values' chunks: classes not placed by size) */
+    ck_assert_ptr_nonnull(slab_alloc(2, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs + 2);
     slab_set_first_past_limit(false);
+    ck_assert(!slab_grow_first(3));                 /* rule off: none */
+    ck_assert_ptr_null(slab_alloc(3, &sid));
+    ck_assert_uint_eq(slab_table_count(), nslabs + 2);
 }
 END_TEST
 
@@ -432,6 +466,12 @@ START_TEST(test_first_slabs_shared_by_groups)
         ck_assert(cstats(at).chunk_size <= size * SLAB_SHARE * 1.08 + 8);
         if (cstats(at).total_pages == 0) {
             ck_assert_ptr_nonnull(slab_alloc(at, &sid));    /* the group's first slab */
+        }
+        /* homed: a larger class of its group holds a slab */
+        if (at == c) {
+            ck_assert(!slab_class_homed(c));
+        } else if (cstats(at).chunk_size < group_end) {
+            ck_assert(slab_class_homed(c));
         }
         ck_assert_uint_eq(slab_clsid_alloc(size), at);      /* it has memory there now */
     }
@@ -908,6 +948,7 @@ slab_suite(void)
     tcase_add_test(tc, test_sub_page_slabs_charge_whole_pages);
     tcase_add_test(tc, test_touch_and_created_times);
     tcase_add_test(tc, test_first_slab_past_limit);
+    tcase_add_test(tc, test_reserve_comes_out_of_the_limit);
     suite_add_tcase(s, tc);
     return s;
 }
