@@ -53,22 +53,12 @@ def stats_sizing_reports_the_curve():
         h.request("GET", "/metrics")
         prom = h.getresponse().read().decode()
         h.close()
-        for i in range(20000):      # fill memory: 20 MB of values in -m 16
-            c.set("fill%d" % i, "f" * 1000, noreply=True)
-        filled = c.stats()
     limit = 16 * 1024 * 1024 // 100
     eq(int(st["sizing_memory_limit"]), limit, "the measurement's bound")
     check(0 < int(st["sizing_memory"]) <= limit,
           "sizing_memory %s within %d" % (st["sizing_memory"], limit))
     check(int(st["sizing_keys_sampled"]) > 0, "keys sampled")
-    # -m bounds the measurement too: one class filled memory, and its
-    # slabs took -m less the measurement's budget (-m itself unchanged)
-    eq(int(filled["limit_maxbytes"]), 16 * 1024 * 1024, "limit_maxbytes is -m")
-    check(int(filled["evictions"]) > 0, "memory filled")
-    check(int(filled["total_malloced"]) + limit <= 16 * 1024 * 1024,
-          "slabs %s and the measurement's %d within -m" % (filled["total_malloced"], limit))
-    eq(int(st["sizing_limit_slabs"]), (16 * 1024 * 1024 - limit) // (1024 * 1024),
-       "slabs the curve's 1x has")
+    eq(int(st["sizing_limit_slabs"]), 16, "slabs the curve's 1x has: -m 16 (its 1% fills none)")
     curve = [float(st["hit_ratio_at_" + p]) for p in POINTS]
     check(all(0.0 <= r <= 1.0 for r in curve), "hit ratios in [0, 1]: %r" % curve)
     check(all(a <= b for a, b in zip(curve, curve[1:])), "never falls with memory: %r" % curve)
@@ -86,6 +76,26 @@ def stats_sizing_reports_the_curve():
           "Prometheus hit ratio at 1x")
     check('slabcache_sizing_wanted_slabs{slab="%s"} %s' % (cls, st[cls + ":wanted_slabs"])
           in prom, "Prometheus wanted slabs")
+
+
+@test
+def measurement_within_m_in_whole_slabs():
+    """-m bounds the measurement too, in whole slabs: at -m 300 its 1%
+    (3 MB) takes 3 of the slabs (limit_maxbytes is still -m); the slabs
+    then stop there under a load that would fill more."""
+    slabcache_only()
+    with Server("-m", "300") as s, s.client() as c:
+        st, general = c.stats("sizing"), c.stats()
+        eq(int(general["limit_maxbytes"]), 300 * 1024 * 1024, "limit_maxbytes is -m")
+        eq(int(st["sizing_memory_limit"]) // (1024 * 1024), 3, "the measurement's slabs")
+        eq(int(st["sizing_limit_slabs"]), 297, "slabs -m leaves to items")
+        value = "v" * 500000
+        for i in range(700):        # 700 half-MB values, two a slab, fill 297 slabs
+            c.set("big%d" % i, value, noreply=True)
+        general = c.stats()
+    check(int(general["evictions"]) > 0, "memory filled")
+    check(int(general["total_malloced"]) <= 297 * 1024 * 1024,
+          "slabs %s within -m less the measurement's" % general["total_malloced"])
 
 
 def run_tenant(port, conns, size, keys, dist, prefix, calls):
