@@ -81,8 +81,11 @@ def unix_socket_owned_by_the_service_user():
         try:
             check(wait_until(lambda: os.path.exists(path), 5.0),
                   "socket not created")
+            # created while root (mode 0700: no one else can connect), then
+            # given to the user before the server serves: wait for that
+            check(wait_until(lambda: os.stat(path).st_uid == user.pw_uid, 5.0),
+                  "socket owner: %d, not %d" % (os.stat(path).st_uid, user.pw_uid))
             st = os.stat(path)
-            eq(st.st_uid, user.pw_uid, "socket owner")
             eq(oct(st.st_mode & 0o777), oct(0o700), "default mask")
             # the service user itself can connect
             pid = os.fork()
