@@ -275,8 +275,8 @@ uint8_t       item_class_of(size_t nkey, uint32_t vlen);
 /*
  * Whether cls's only slab may go without a first slab carved for it again
  * at once: its items are placed by size (not the chained values' bodies
- * nor the flash stubs, whose classes are fixed) and a larger class of its
- * group holds a slab (slab_class_homed).
+ * or heads, nor the flash stubs, whose classes are fixed) and a larger
+ * class of its group holds a slab (slab_class_homed).
  */
 bool          item_class_homed(uint8_t cls);
 /* Count an allocation that failed even after eviction (outofmemory). */

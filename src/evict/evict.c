@@ -390,7 +390,7 @@ evict_stubs_kept(void)
      * once per choice: the live-record count takes the flash lock. */
     uint64_t used = flash_objects_used();
     if (used >= flash_records_live() ||
-        used * item_stub_size() * 2 > slab_limit()) {
+        used * item_stub_size() * 2 > slab_room()) {
         return 0;
     }
     return stubs;

@@ -45,6 +45,9 @@
 uint32_t item_chain_max = UINT32_MAX;   /* chained past this total size */
 uint8_t  item_chain_cls;                /* the body class; 0: none */
 static uint32_t chain_body;             /* value bytes per body chunk */
+/* Classes a head was ever taken from: their class is fixed (slab_clsid),
+ * so such a class is not homed elsewhere (item_class_homed). */
+static _Atomic bool head_class[SLAB_CLASS_MAX + 1];
 
 void
 item_chain_setup(void)
@@ -55,6 +58,9 @@ item_chain_setup(void)
     item_chain_cls = 0;
     item_chain_max = UINT32_MAX;
     chain_body = 0;
+    for (size_t c = 0; c <= SLAB_CLASS_MAX; c++) {
+        atomic_store_explicit(&head_class[c], false, memory_order_relaxed);
+    }
     if (top > 0 && max < slab_size()) {
         item_chain_cls = top;
         item_chain_max = (uint32_t)max;
@@ -264,6 +270,12 @@ body_take(bool reclaim)
     return b;
 }
 
+bool
+item_chain_head_class_used(uint8_t cls)
+{
+    return atomic_load_explicit(&head_class[cls], memory_order_relaxed);
+}
+
 struct item *
 item_chain_alloc(const char *key, size_t nkey, uint32_t vlen, bool reclaim,
                  uint8_t *short_cls)
@@ -275,6 +287,9 @@ item_chain_alloc(const char *key, size_t nkey, uint32_t vlen, bool reclaim,
 
     (void)key;
     assert(hcls != 0);
+    if (!atomic_load_explicit(&head_class[hcls], memory_order_relaxed)) {
+        atomic_store_explicit(&head_class[hcls], true, memory_order_relaxed);
+    }
     for (uint32_t i = 0; i < p.nbody; i++) {
         struct item *b = body_take(reclaim);
         if (b == NULL) {

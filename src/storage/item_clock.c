@@ -614,7 +614,7 @@ bool
 item_class_homed(uint8_t cls)
 {
     return cls != 0 && cls != item_chain_cls && cls != item_stub_class() &&
-           slab_class_homed(cls);
+           !item_chain_head_class_used(cls) && slab_class_homed(cls);
 }
 
 uint8_t

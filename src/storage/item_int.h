@@ -64,6 +64,8 @@ item_chained(struct item *it)
 }
 
 void          item_chain_setup(void);
+/* Whether a chained value's head was ever taken from cls (a fixed class). */
+bool          item_chain_head_class_used(uint8_t cls);
 bool          item_chain_needed(size_t nkey, uint32_t vlen);
 uint8_t       item_chain_head_class(size_t nkey, uint32_t vlen);
 uint32_t      item_chain_bodies(size_t nkey, uint32_t vlen);

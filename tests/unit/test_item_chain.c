@@ -114,6 +114,41 @@ check_value(struct item *it, uint32_t seed)
     return pieces;
 }
 
+/*
+ * A class a chained value's head was taken from is not homed in a larger
+ * class of its group (item_class_homed): heads are placed by exact size
+ * (slab_clsid), so if its only slab went, the next such head would take
+ * one back at once.
+ */
+START_TEST(test_head_class_is_not_homed)
+{
+    teardown();
+    clock_setup();
+    ck_assert_int_eq(slab_setup_chunked(4 * 1024 * KB, SLAB_SZ, 1.08, 48,
+                                        item_total_size(0, 0) - 2, CHUNK_MAX), SLAB_OK);
+    ck_assert_int_eq(assoc_setup(16), 0);
+    ck_assert_int_eq(item_setup(true), 0);
+    /* a head whose class is not its group's largest, and a slab in the
+     * next class up (same group): the class would be homed by size */
+    uint8_t hcls = 0;
+    uint32_t sid;
+    char key[32];
+    for (uint32_t tail = 0; tail < (uint32_t)CHUNK_MAX && !slab_class_homed(hcls); tail += 40) {
+        snprintf(key, sizeof(key), "chained%u", tail);
+        struct item *it = make(key, (uint32_t)(3 * CHUNK_MAX) + tail, 1);
+        ck_assert_ptr_nonnull(it);
+        hcls = slab_cls_of(it);
+        ck_assert_uint_ne(hcls, item_chain_class());
+        item_release(it);
+        if (hcls + 1u < slab_class_count()) {
+            ck_assert_ptr_nonnull(slab_alloc((uint8_t)(hcls + 1), &sid));
+        }
+    }
+    ck_assert(slab_class_homed(hcls));
+    ck_assert(!item_class_homed(hcls));
+}
+END_TEST
+
 static uint8_t
 top_class(void)
 {
@@ -439,6 +474,7 @@ chain_suite(void)
     tcase_add_test(tc, test_referenced_chained_item_keeps_its_slab);
     tcase_add_test(tc, test_busy_body_slab_drops_nothing);
     tcase_add_test(tc, test_hand_passes_read_chained_items);
+    tcase_add_test(tc, test_head_class_is_not_homed);
     suite_add_tcase(s, tc);
     tcase_add_checked_fixture(tf, setup_small, teardown);
     tcase_add_test(tf, test_body_class_hand_evicts_whole_items);
