@@ -18,7 +18,9 @@
  * Gets are weighted by the inverse of their class's sampling rate, so the
  * figures estimate all gets. Each class samples about SIZING_PER_SLAB keys
  * per slab of its items, so a class of 10 KB values is measured as finely
- * as one of 100 B values. Everything (entries, their order, the
+ * as one of 100 B values, and a class of small values costs a lock on few
+ * of its gets. Where one slab's figure rests on too few sampled gets, the
+ * allocation rule's estimates pool the slabs beside it (sizing_edges). Everything (entries, their order, the
  * histograms) fits in 1% of -m: when the sample outgrows it, every rate is
  * halved and the keys past the new threshold dropped. The histograms are
  * halved every time the sample has seen a quarter as many sampled gets
@@ -38,10 +40,12 @@
 
 #include "item.h"
 
-#define SIZING_PER_SLAB   1024  /* sampled keys per slab of a class's items, at most */
+#define SIZING_PER_SLAB   128   /* sampled keys per slab of a class's items, at most */
 #define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
 #define SIZING_WINDOW_DIV 4     /* histograms halve every capacity/4 sampled gets */
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
+#define SIZING_POOL_GETS  32.0  /* sampled gets an edge's estimate pools slabs for */
+#define SIZING_POOL_SLABS 8u    /* slabs it pools at most */
 
 /* limit: -m in bytes; slabs: how many slabs it holds. */
 int      sizing_setup(size_t limit, uint32_t slabs);
@@ -55,7 +59,10 @@ void     sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind);
 /*
  * One class at its current size, for the allocation rule: the gets its
  * last slab earns and those one slab more would earn, with the variance
- * of each estimate; evidence is the sampled gets behind `last`.
+ * of each estimate. Each is the mean over the slabs nearest the edge on
+ * its side, as many as it takes to hold SIZING_POOL_GETS sampled gets (at
+ * most SIZING_POOL_SLABS), so its noise does not grow as the class is
+ * sampled more coarsely.
  */
 struct sizing_edge {
     double last, last_var;

@@ -487,6 +487,42 @@ sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var)
     return sum;
 }
 
+/*
+ * The mean estimated gets per slab over the slabs next to an edge, from
+ * `first` outward (down when down, else up) to `end` (exclusive), pooled
+ * until they hold SIZING_POOL_GETS sampled gets or SIZING_POOL_SLABS
+ * slabs; and that mean's variance. One slab's figure is a count of
+ * sampled gets: its noise grows as its class is sampled more coarsely,
+ * and pooling keeps it near 1/sqrt(SIZING_POOL_GETS) of the estimate
+ * whatever the rate. A hit curve is concave past its first slabs, so the
+ * pooled mean errs toward keeping the donor's slab and not giving the
+ * taker one: toward not moving.
+ */
+static void
+edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, double w,
+          double *mean, double *var)
+{
+    double sum = 0.0;
+    uint32_t k = 0;
+
+    *mean = 0.0;
+    *var = 0.0;
+    if (c->hist == NULL) {
+        return;
+    }
+    while (k < SIZING_POOL_SLABS && (down ? first >= end + k : first + k < end)) {
+        sum += c->hist[down ? first - k : first + k];
+        k++;
+        if (w > 0.0 && sum / w >= SIZING_POOL_GETS) {
+            break;
+        }
+    }
+    if (k > 0) {
+        *mean = sum / k;
+        *var = sum * w / ((double)k * k);
+    }
+}
+
 void
 sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
 {
@@ -495,10 +531,20 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
         const struct sz_class *c = &classes[i];
         double w = weight((uint8_t)i);
         uint32_t s = slabs[i];
-        out[i].last = s > 0 ? hist_sum(c, s - 1, s) : 0.0;
-        out[i].next = hist_sum(c, s, s + 1);
-        out[i].last_var = out[i].last * w;
-        out[i].next_var = out[i].next * w;
+        out[i].last = out[i].last_var = 0.0;
+        if (s > 0 && s <= depth) {
+            edge_pool(c, s - 1, 0, true, w, &out[i].last, &out[i].last_var);
+        } else if (s > depth) {
+            out[i].last = hist_sum(c, s - 1, s);
+            out[i].last_var = out[i].last * w;
+        }
+        if (s < depth) {
+            edge_pool(c, s, depth, false, w, &out[i].next, &out[i].next_var);
+        } else {
+            /* Past the depth followed: all gets beyond it, one bucket. */
+            out[i].next = hist_sum(c, depth, depth + 1);
+            out[i].next_var = out[i].next * w;
+        }
     }
     pthread_mutex_unlock(&sz_lock);
 }

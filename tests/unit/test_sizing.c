@@ -5,6 +5,7 @@
  * a key that changes class.
  */
 #include <check.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,45 @@ START_TEST(test_sampled_estimate_is_close)
 }
 END_TEST
 
+/*
+ * A class sampled coarsely (class 1: 13,107 items a slab, about 1 key in
+ * 100 sampled) has a few sampled gets per slab: the estimate of its last
+ * and next slabs pools the slabs beside them, so its noise stays near a
+ * quarter of the estimate or less, and the estimate stays near the truth.
+ */
+START_TEST(test_edges_pool_a_coarsely_sampled_class)
+{
+    uint8_t cls = 1;
+    uint32_t per = slab_class_perslab(cls), nkeys = 16 * per, gets = 16 * 4 * 103;
+    uint64_t seed = 0xabcdefull;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+
+    ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);       /* no halving */
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    /* Uniform over 16 slabs' worth of keys: each slab of the curve earns
+     * gets / 16, about 4 sampled gets. */
+    for (uint32_t i = 0; i < gets; i++) {
+        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    slabs[cls] = 8;
+    sizing_edges(slabs, edge, cls);
+    double truth = gets / 16.0;
+    ck_assert_msg(edge[cls].last_var <= edge[cls].last * edge[cls].last / 16,
+                  "last %f, sd %f", edge[cls].last, sqrt(edge[cls].last_var));
+    ck_assert_msg(edge[cls].next_var <= edge[cls].next * edge[cls].next / 16,
+                  "next %f, sd %f", edge[cls].next, sqrt(edge[cls].next_var));
+    ck_assert_msg(fabs(edge[cls].last - truth) <= 3 * sqrt(edge[cls].last_var),
+                  "last %f, truth %f", edge[cls].last, truth);
+    ck_assert_msg(fabs(edge[cls].next - truth) <= 3 * sqrt(edge[cls].next_var),
+                  "next %f, truth %f", edge[cls].next, truth);
+}
+END_TEST
+
 START_TEST(test_memory_stays_within_the_budget)
 {
     uint64_t seed = 42;
@@ -251,6 +291,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_distances_match_lru_at_full_rate);
     tcase_add_test(tc, test_a_miss_is_filed_in_the_key_s_last_class);
     tcase_add_test(tc, test_sampled_estimate_is_close);
+    tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
     tcase_add_test(tc, test_small_slabs_stay_within_the_budget);
