@@ -135,9 +135,10 @@ move_pays(uint8_t cls, uint8_t donor)
 
 /*
  * The k-th class (0: the cheapest) that should give cls a slab now, or 0.
- * any: whatever cls would earn. The order is by what the last slab earns,
- * and the search ends at the first that does not pay (a dearer class may
- * still pass the test when it is sampled more finely: open).
+ * any: whatever cls would earn. The order is by what the last slab earns;
+ * a class that does not pass the test is passed over, not the end of the
+ * search: a cheaper estimate can be a noisier one (a class measured on a
+ * few sampled gets), and a dearer class measured finely may still pay.
  */
 static uint8_t
 donor_at(uint8_t cls, bool any, unsigned k)
@@ -146,16 +147,14 @@ donor_at(uint8_t cls, bool any, unsigned k)
 
     view_take();
     for (unsigned i = 0, seen = 0; i < view.n; i++) {
-        if (view.order[i] == cls) {
+        uint8_t c = view.order[i];
+        if (c == cls || (!any && !move_pays(cls, c))) {
             continue;
         }
         if (seen++ == k) {
-            donor = view.order[i];
+            donor = c;
             break;
         }
-    }
-    if (donor != 0 && !any && !move_pays(cls, donor)) {
-        donor = 0;
     }
     pthread_mutex_unlock(&view_lock);
     return donor;

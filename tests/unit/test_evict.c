@@ -1040,6 +1040,54 @@ START_TEST(test_auto_gives_slabs_to_higher_marginal_hits)
 }
 END_TEST
 
+/*
+ * The cheapest donor by its estimate is not the only one asked: here A's
+ * last slab earns the least but is measured on few sampled gets (4 MB
+ * slabs of 80-byte chunks: about 1 key in 400 sampled), so C's next slab
+ * does not beat it beyond the noise, while B, dearer but measured on every
+ * key, is beaten clearly. C takes from B.
+ */
+START_TEST(test_auto_asks_a_dearer_donor_measured_finely)
+{
+    uint8_t a, b, c;
+    uint64_t seed = 5;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+    char key[32];
+
+    teardown();
+    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
+    a = cls_of(SMALL_LEN);
+    b = cls_of(LARGE_LEN);
+    c = cls_of(2000);
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
+    for (uint32_t i = 0; slabs_of(a) < 2 || slab_class_free(a) > 0; i++) {
+        snprintf(key, sizeof(key), "a%u", i);
+        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
+    }
+    for (uint32_t i = 0;; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        if (store(key, LARGE_LEN) != ITEM_OK) {
+            break;
+        }
+    }
+    ck_assert_uint_eq(slabs_of(a), 2);
+    ck_assert_uint_eq(slabs_of(b), NSLABS - 2);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    measure_uniform(a, 2, 2 * 2000, &seed);     /* 2,000 a slab, ~5 sampled */
+    measure_uniform(b, 8, 8 * 3000, &seed);     /* 3,000 a slab, ~1,800 sampled */
+    measure_uniform(c, 8, 8 * 3800, &seed);     /* 3,800 a slab */
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+    sizing_edges(slabs, edge, slab_class_count());
+    ck_assert_msg(edge[a].last < edge[b].last, "A %f, B %f", edge[a].last, edge[b].last);
+    ck_assert(!evict_auto_pays(c, a));
+    ck_assert(evict_auto_pays(c, b));
+    ck_assert_uint_eq(evict_auto_donor(c, false), b);
+}
+END_TEST
+
 /* Two classes whose next and last slabs earn the same trade nothing. */
 START_TEST(test_auto_equal_classes_do_not_trade)
 {
@@ -1325,6 +1373,7 @@ evict_suite(void)
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_auto_gives_slabs_to_higher_marginal_hits);
     tcase_add_test(tc, test_auto_equal_classes_do_not_trade);
+    tcase_add_test(tc, test_auto_asks_a_dearer_donor_measured_finely);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);
