@@ -112,9 +112,10 @@ evict_rstatus_t evict_slab_oldest(struct evict_req *req,
 evict_rstatus_t evict_slab_for(uint8_t cls);
 /*
  * The measured allocator (evict_auto.c): the class whose slab should go to
- * cls now -- the one whose last slab earns least, when cls's next slab
- * earns more beyond the measurement's noise, or when its last slab earns
- * nothing measurable -- or 0. any: the cheapest, whatever cls would earn.
+ * cls now -- of the classes whose last slab cls's next slab out-earns
+ * beyond the measurement's noise (or whose last slab earns nothing
+ * measurable), the one whose last slab earns least -- or 0. any: the
+ * cheapest, whatever cls would earn.
  */
 uint8_t         evict_auto_donor(uint8_t cls, bool any);
 /* Whether a slab of class donor should go to cls now (the rule above). */

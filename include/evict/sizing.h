@@ -20,9 +20,10 @@
  * per slab of its items, so a class of 10 KB values is measured as finely
  * as one of 100 B values, and a class of small values costs a lock on few
  * of its gets. Where one slab's figure rests on too few sampled gets, the
- * allocation rule's estimates pool the slabs beside it (sizing_edges). Everything (entries, their order, the
- * histograms) fits in 1% of -m: when the sample outgrows it, every rate is
- * halved and the keys past the new threshold dropped. The histograms are
+ * allocation rule's estimates pool the slabs beside it (sizing_edges).
+ * Everything (entries, their order, the histograms) fits in 1% of -m: when
+ * the sample outgrows it, every rate is halved and the keys past the new
+ * threshold dropped. The histograms are
  * halved every time the sample has seen a quarter as many sampled gets
  * as it can hold keys (SIZING_WINDOW_DIV), so they follow a workload that
  * changes.
@@ -46,6 +47,7 @@
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
 #define SIZING_POOL_GETS  32.0  /* sampled gets an edge's estimate pools slabs for */
 #define SIZING_POOL_SLABS 8u    /* slabs it pools at most */
+#define SIZING_POOL_Z     3.0   /* a slab this many deviations off the pool's level ends it */
 
 /* limit: -m in bytes; slabs: how many slabs it holds. */
 int      sizing_setup(size_t limit, uint32_t slabs);
@@ -59,10 +61,11 @@ void     sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind);
 /*
  * One class at its current size, for the allocation rule: the gets its
  * last slab earns and those one slab more would earn, with the variance
- * of each estimate. Each is the mean over the slabs nearest the edge on
- * its side, as many as it takes to hold SIZING_POOL_GETS sampled gets (at
- * most SIZING_POOL_SLABS), so its noise does not grow as the class is
- * sampled more coarsely.
+ * of each estimate. Below the depth followed, each is the mean over the
+ * slabs nearest the edge on its side that lie at one level (no cliff
+ * between them), as many as it takes to hold SIZING_POOL_GETS sampled gets
+ * (at most SIZING_POOL_SLABS): a coarsely sampled class is not judged on
+ * one slab's few gets. `last` below one sampled get in all: unmeasured.
  */
 struct sizing_edge {
     double last, last_var;

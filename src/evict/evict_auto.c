@@ -2,18 +2,19 @@
  * evict_auto.c -- memory goes where it earns the most hits, by measurement.
  *
  * The rule, one for every class: a class that needs memory while memory
- * is full takes a slab from the class whose last slab earns the fewest
- * hits, when its own next slab would earn more by more than the noise of
- * the two estimates (AUTO_Z standard deviations); otherwise it reuses its
- * own memory, item by item (the CLOCK, as `lru`). The hits are measured
- * (sizing.h): sampled LRU stack distances per class, in slabs, so "last
- * slab" and "next slab" are the class's hit curve on either side of its
- * current size, and a 10 KB class and a 100 B class compare per byte
- * (every slab is the same size). A slab whose last hits were too few to
- * measure (less than one sampled get) earns nothing: like an empty slab
- * it goes to whoever needs memory, which is how a workload that moves to
- * new keys of a new size (only sets, at first) takes over the memory of
- * the old one.
+ * is full takes a slab from another class when its own next slab would
+ * earn more than that class's last slab by more than the noise of the two
+ * estimates (AUTO_Z standard deviations), asking the classes whose last
+ * slabs earn least first; otherwise it reuses its own memory, item by
+ * item (the CLOCK, as `lru`). The hits are measured (sizing.h): sampled
+ * LRU stack distances per class, in slabs, so "last slab" and "next
+ * slab" are the class's hit curve on either side of its current size
+ * (pooled with the slabs beside them where one slab holds too few sampled
+ * gets), and a 10 KB class and a 100 B class compare per byte (every slab
+ * is the same size). A class whose last slab's estimate rests on less
+ * than one sampled get earns nothing: like an empty slab its slab goes to
+ * whoever needs memory, which is how a workload that moves to new keys of
+ * a new size (only sets, at first) takes over the memory of the old one.
  *
  * The pace is the measurement's: nothing moves until a difference stands
  * out of the noise, and then a slab moves at each eviction while it does,
@@ -50,7 +51,8 @@ static struct auto_view view;
 static _Atomic bool     view_stale = true;
 static _Atomic uint64_t moves;
 
-/* A class's last slab measured at less than one sampled get earns nothing. */
+/* A class whose last slab's (pooled) estimate rests on less than one
+ * sampled get earns nothing. */
 static bool
 edge_unmeasured(const struct sizing_edge *e)
 {
@@ -133,28 +135,38 @@ move_pays(uint8_t cls, uint8_t donor)
     return d > 0 && d * d > AUTO_Z * AUTO_Z * (to->next_var + from->last_var);
 }
 
+static bool
+donor_tried(uint8_t c, const uint8_t *tried, unsigned ntried)
+{
+    for (unsigned i = 0; i < ntried; i++) {
+        if (tried[i] == c) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /*
- * The k-th class (0: the cheapest) that should give cls a slab now, or 0.
- * any: whatever cls would earn. The order is by what the last slab earns;
- * a class that does not pass the test is passed over, not the end of the
- * search: a cheaper estimate can be a noisier one (a class measured on a
- * few sampled gets), and a dearer class measured finely may still pay.
+ * The cheapest class, not among the ntried already asked, that should
+ * give cls a slab now, or 0. any: whatever cls would earn. The order is
+ * by what the last slab earns; a class that does not pass the test is
+ * passed over, not the end of the search: a cheaper estimate can be a
+ * noisier one (a class measured on a few sampled gets), and a dearer class
+ * measured finely may still pay.
  */
 static uint8_t
-donor_at(uint8_t cls, bool any, unsigned k)
+donor_next(uint8_t cls, bool any, const uint8_t *tried, unsigned ntried)
 {
     uint8_t donor = 0;
 
     view_take();
-    for (unsigned i = 0, seen = 0; i < view.n; i++) {
+    for (unsigned i = 0; i < view.n; i++) {
         uint8_t c = view.order[i];
-        if (c == cls || (!any && !move_pays(cls, c))) {
+        if (c == cls || donor_tried(c, tried, ntried) || (!any && !move_pays(cls, c))) {
             continue;
         }
-        if (seen++ == k) {
-            donor = c;
-            break;
-        }
+        donor = c;
+        break;
     }
     pthread_mutex_unlock(&view_lock);
     return donor;
@@ -163,7 +175,7 @@ donor_at(uint8_t cls, bool any, unsigned k)
 uint8_t
 evict_auto_donor(uint8_t cls, bool any)
 {
-    return donor_at(cls, any, 0);
+    return donor_next(cls, any, NULL, 0);
 }
 
 bool
@@ -211,18 +223,22 @@ move_from(uint8_t donor, uint8_t cls)
     return false;
 }
 
-/* Donors in order, while they pay (or any: whatever), a few at most. */
+/* Donors in order, while they pay (or any: whatever), a few at most;
+ * each asked once, though the view may be read anew between them. */
 static bool
 move_to(uint8_t cls, bool any)
 {
+    uint8_t tried[EVICT_PICKS];
+
     for (unsigned k = 0; k < EVICT_PICKS; k++) {
-        uint8_t donor = donor_at(cls, any, k);
+        uint8_t donor = donor_next(cls, any, tried, k);
         if (donor == 0) {
             return false;
         }
         if (move_from(donor, cls)) {
             return true;
         }
+        tried[k] = donor;
     }
     return false;
 }

@@ -488,15 +488,32 @@ sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var)
 }
 
 /*
+ * Whether one slab's sampled gets (n) could come from the same level as
+ * the k pooled so far (mean m): their difference within SIZING_POOL_Z
+ * standard deviations of a Poisson count at the pooled level (at least
+ * one get). Coarse noise (0, 3, 5, 4) pools; a cliff (0, 0, 978) does not.
+ */
+static bool
+pool_level(double n, double m, uint32_t k)
+{
+    double level = (n + m * k) / (k + 1), d = n - m;
+
+    level = level > 1.0 ? level : 1.0;
+    return d * d <= SIZING_POOL_Z * SIZING_POOL_Z * level * (1.0 + 1.0 / k);
+}
+
+/*
  * The mean estimated gets per slab over the slabs next to an edge, from
  * `first` outward (down when down, else up) to `end` (exclusive), pooled
- * until they hold SIZING_POOL_GETS sampled gets or SIZING_POOL_SLABS
- * slabs; and that mean's variance. One slab's figure is a count of
- * sampled gets: its noise grows as its class is sampled more coarsely,
- * and pooling keeps it near 1/sqrt(SIZING_POOL_GETS) of the estimate
- * whatever the rate. A hit curve is concave past its first slabs, so the
- * pooled mean errs toward keeping the donor's slab and not giving the
- * taker one: toward not moving.
+ * until they hold SIZING_POOL_GETS sampled gets, reach SIZING_POOL_SLABS
+ * slabs or meet a slab at another level (pool_level: a class's dead last
+ * slabs are not averaged with its live ones); and that mean's variance.
+ * One slab's figure is a count of sampled gets: its noise grows as its
+ * class is sampled more coarsely, and pooling keeps it near
+ * 1/sqrt(SIZING_POOL_GETS) of the estimate where the curve allows. A hit
+ * curve is concave past its first slabs, so the pooled mean errs toward
+ * keeping the donor's slab and not giving the taker one: toward not
+ * moving.
  */
 static void
 edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, double w,
@@ -511,7 +528,11 @@ edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, dou
         return;
     }
     while (k < SIZING_POOL_SLABS && (down ? first >= end + k : first + k < end)) {
-        sum += c->hist[down ? first - k : first + k];
+        double h = c->hist[down ? first - k : first + k];
+        if (k > 0 && w > 0.0 && !pool_level(h / w, sum / w / k, k)) {
+            break;
+        }
+        sum += h;
         k++;
         if (w > 0.0 && sum / w >= SIZING_POOL_GETS) {
             break;
@@ -541,8 +562,10 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
         if (s < depth) {
             edge_pool(c, s, depth, false, w, &out[i].next, &out[i].next_var);
         } else {
-            /* Past the depth followed: all gets beyond it, one bucket. */
-            out[i].next = hist_sum(c, depth, depth + 1);
+            /* At the depth followed, the bucket of everything beyond it
+             * (nearly empty: keys past the depth leave the sample); past
+             * it, nothing. */
+            out[i].next = hist_sum(c, s, s + 1);
             out[i].next_var = out[i].next * w;
         }
     }

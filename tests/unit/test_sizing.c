@@ -220,6 +220,37 @@ START_TEST(test_edges_pool_a_coarsely_sampled_class)
 }
 END_TEST
 
+/*
+ * Pooling stops at a cliff: a class sampled at every key whose gets all
+ * fall within its first two slabs has nothing behind slabs 3 to 5, and
+ * at 5 slabs its last slab earns nothing (unmeasured), not the live
+ * slabs' gets averaged with the dead ones.
+ */
+START_TEST(test_edges_do_not_pool_across_a_cliff)
+{
+    uint8_t cls = full_rate_class();
+    uint32_t per = slab_class_perslab(cls), nkeys = 2 * per;
+    uint64_t seed = 77;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    for (int i = 0; i < 4000; i++) {
+        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
+    }
+    slabs[cls] = 5;
+    sizing_edges(slabs, edge, cls);
+    ck_assert_msg(edge[cls].last == 0.0, "last %f", edge[cls].last);
+    slabs[cls] = 2;
+    sizing_edges(slabs, edge, cls);
+    ck_assert_msg(edge[cls].last > 1000.0, "last %f", edge[cls].last);
+    ck_assert_msg(edge[cls].next == 0.0, "next %f", edge[cls].next);
+}
+END_TEST
+
 START_TEST(test_memory_stays_within_the_budget)
 {
     uint64_t seed = 42;
@@ -292,6 +323,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_a_miss_is_filed_in_the_key_s_last_class);
     tcase_add_test(tc, test_sampled_estimate_is_close);
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
+    tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
     tcase_add_test(tc, test_small_slabs_stay_within_the_budget);
