@@ -553,11 +553,13 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
         double w = weight((uint8_t)i);
         uint32_t s = slabs[i];
         out[i].last = out[i].last_var = 0.0;
-        if (s > 0 && s <= depth) {
-            edge_pool(c, s - 1, 0, true, w, &out[i].last, &out[i].last_var);
-        } else if (s > depth) {
-            out[i].last = hist_sum(c, s - 1, s);
-            out[i].last_var = out[i].last * w;
+        /* A class past the depth followed (small slabs, -I) is valued
+         * by its deepest measured slabs: more than its last earns (the
+         * curve is concave), so it keeps its memory rather than give it
+         * away as unmeasured. */
+        if (s > 0) {
+            edge_pool(c, (s <= depth ? s : depth) - 1, 0, true, w, &out[i].last,
+                      &out[i].last_var);
         }
         if (s < depth) {
             edge_pool(c, s, depth, false, w, &out[i].next, &out[i].next_var);

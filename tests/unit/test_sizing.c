@@ -251,6 +251,34 @@ START_TEST(test_edges_do_not_pool_across_a_cliff)
 }
 END_TEST
 
+/*
+ * A class holding more slabs than the depth followed (16 here) is valued
+ * by its deepest measured slabs, not as unmeasured: its slabs would
+ * otherwise go to any class that asks.
+ */
+START_TEST(test_edge_past_the_depth_is_measured)
+{
+    uint8_t cls = full_rate_class();
+    uint32_t per = slab_class_perslab(cls), nkeys = 30 * per;
+    uint64_t seed = 99;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);
+    ck_assert_uint_eq(sizing_depth(), 16);
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    for (int i = 0; i < 30000; i++) {
+        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
+    }
+    slabs[cls] = 20;
+    sizing_edges(slabs, edge, cls);
+    ck_assert_msg(edge[cls].last > 500.0 && edge[cls].last * edge[cls].last > edge[cls].last_var,
+                  "last %f, variance %f", edge[cls].last, edge[cls].last_var);
+}
+END_TEST
+
 START_TEST(test_memory_stays_within_the_budget)
 {
     uint64_t seed = 42;
@@ -324,6 +352,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_sampled_estimate_is_close);
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
+    tcase_add_test(tc, test_edge_past_the_depth_is_measured);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
     tcase_add_test(tc, test_small_slabs_stay_within_the_budget);
