@@ -1062,23 +1062,13 @@ START_TEST(test_auto_asks_a_dearer_donor_measured_finely)
     uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
     struct sizing_edge edge[SLAB_CLASS_MAX + 1];
     unsigned passed_over = 0;
-    char key[32];
 
     teardown();
     setup_sized(NSLABS, 4 * 1024 * 1024, "none");
     a = cls_of(SMALL_LEN);
     b = cls_of(LARGE_LEN);
     c = cls_of(2000);
-    for (uint32_t i = 0; slabs_of(a) < 2 || slab_class_free(a) > 0; i++) {
-        snprintf(key, sizeof(key), "a%u", i);
-        ck_assert_int_eq(store(key, SMALL_LEN), ITEM_OK);
-    }
-    for (uint32_t i = 0;; i++) {
-        snprintf(key, sizeof(key), "b%u", i);
-        if (store(key, LARGE_LEN) != ITEM_OK) {
-            break;
-        }
-    }
+    fill_two(2);
     ck_assert_uint_eq(slabs_of(a), 2);
     ck_assert_uint_eq(slabs_of(b), NSLABS - 2);
     ck_assert_int_eq(evict_configure("auto", 4), 0);

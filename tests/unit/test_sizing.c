@@ -92,6 +92,18 @@ lru_ref(uint32_t *stack, uint32_t *n, uint32_t k)
     return -1;
 }
 
+/* nkeys keys of cls stored, then `gets` gets uniform over them. */
+static void
+uniform_gets(uint8_t cls, uint32_t nkeys, uint32_t gets, uint64_t *seed)
+{
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < gets; i++) {
+        sizing_ref(key_hash(rnd(seed) % nkeys), cls, ITEM_REF_HIT);
+    }
+}
+
 START_TEST(test_distances_match_lru_at_full_rate)
 {
     uint8_t cls = full_rate_class();
@@ -197,14 +209,9 @@ START_TEST(test_edges_pool_a_coarsely_sampled_class)
 
     ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
     ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);       /* no halving */
-    for (uint32_t k = 0; k < nkeys; k++) {
-        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
-    }
     /* Uniform over 16 slabs' worth of keys: each slab of the curve earns
      * gets / 16, about 4 sampled gets. */
-    for (uint32_t i = 0; i < gets; i++) {
-        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
-    }
+    uniform_gets(cls, nkeys, gets, &seed);
     ck_assert_uint_eq(state().shift, 0);
     slabs[cls] = 8;
     sizing_edges(slabs, edge, cls);
@@ -235,12 +242,7 @@ START_TEST(test_edges_do_not_pool_across_a_cliff)
     struct sizing_edge edge[SLAB_CLASS_MAX + 1];
 
     ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
-    for (uint32_t k = 0; k < nkeys; k++) {
-        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
-    }
-    for (int i = 0; i < 4000; i++) {
-        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
-    }
+    uniform_gets(cls, nkeys, 4000, &seed);
     slabs[cls] = 5;
     sizing_edges(slabs, edge, cls);
     ck_assert_msg(edge[cls].last == 0.0, "last %f", edge[cls].last);
@@ -266,12 +268,7 @@ START_TEST(test_edge_past_the_depth_is_measured)
 
     ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);
     ck_assert_uint_eq(sizing_depth(), 16);
-    for (uint32_t k = 0; k < nkeys; k++) {
-        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
-    }
-    for (int i = 0; i < 30000; i++) {
-        sizing_ref(key_hash(rnd(&seed) % nkeys), cls, ITEM_REF_HIT);
-    }
+    uniform_gets(cls, nkeys, 30000, &seed);
     slabs[cls] = 20;
     sizing_edges(slabs, edge, cls);
     ck_assert_msg(edge[cls].last > 500.0 && edge[cls].last * edge[cls].last > edge[cls].last_var,
