@@ -105,6 +105,8 @@ auth_setup(void)
     return EXIT_FAILURE;
 }
 
+/* Once a second: the clock; and slabs past a lowered cache_memlimit go
+ * back to the system even while nothing is stored. */
 static void
 on_clock(evutil_socket_t fd, short what, void *arg)
 {
@@ -112,6 +114,7 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     (void)what;
     (void)arg;
     clock_tick();
+    evict_give_back();
 }
 
 /*

@@ -123,6 +123,24 @@ bool            evict_auto_pays(uint8_t cls, uint8_t donor);
 /* Give cls the slab the measurement values least (the cheapest class's
  * least recently accessed that may move); *freed: its chunks. */
 bool            evict_auto_first(uint8_t cls, uint32_t *freed);
+/*
+ * Past the room (slab_room()) only first slabs stay: while slabs exceed
+ * it (first slabs carved past -m, or -m lowered at run time), the slab the
+ * measurement values least among those a class can spare (a second slab,
+ * or the only one of a class whose items a larger class of its group
+ * holds) goes back to the system, not to another class. The slabs settle
+ * at the room or at one per group of sizes in use, whichever is more. A
+ * few slabs per call: the caller is an allocation.
+ */
+void            evict_auto_trim(void);
+/*
+ * evict_auto_trim() if the stack moves slabs (a slab-level policy in it)
+ * and the slabs exceed the room. After every eviction run, and once a
+ * second from the server's clock, so memory past a lowered cache_memlimit
+ * goes back with no allocation asking (memcached frees pages to the
+ * system there too).
+ */
+void            evict_give_back(void);
 /* Slabs the measured allocator moved. */
 uint64_t        evict_auto_moves(void);
 /* A slab moved some other way: the allocator's view of the classes is stale. */

@@ -528,6 +528,9 @@ typedef enum item_slab_status {
  * ITEM_SLAB_BUSY.
  */
 item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
+/* The same, but the emptied slab's memory goes back to the system
+ * (slab_release) instead of to a class. */
+item_slab_status_t item_slab_release(uint32_t sid);
 /* -o slab_rescue=0|1 (default 1). */
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);

@@ -162,7 +162,7 @@ uint8_t  slab_cls_of(const void *chunk);
 struct item *slab_clock_next(uint8_t cls);
 struct item *slab_clock_peek(uint8_t cls, uint32_t k);
 
-/* Slab table (append-only). */
+/* Slab table (append-only; a released slab keeps its id). */
 uint32_t slab_table_count(void);
 bool     slab_table_info(uint32_t sid, struct slab_info *out);
 void     slab_touch(uint32_t sid);           /* move accessed (coarse ms) */
@@ -188,6 +188,14 @@ struct item *slab_chunk(uint32_t sid, uint32_t idx);
 struct item *slab_chunk_in(uint32_t sid, uint8_t cls, uint32_t idx);
 /* Carve an unassigned slab for cls (takes the class lock). */
 void         slab_attach(uint8_t cls, uint32_t sid);
+/*
+ * Give an unassigned slab's memory back to the system (madvise): it stays
+ * in the table, in a pool that new slabs come from before the table grows,
+ * and no longer counts in slab_malloced(). slab_pool_count(): slabs there
+ * (memcached's slab_global_page_pool).
+ */
+void         slab_release(uint32_t sid);
+uint32_t     slab_pool_count(void);
 
 /* Free chunks of cls now (read without the lock: a hint). */
 uint64_t     slab_class_free(uint8_t cls);
@@ -214,7 +222,8 @@ bool         slab_class_coldest(uint8_t cls, uint64_t *accessed_ms);
 /* Slabs held now by cls. */
 uint32_t     slab_class_slabs(uint8_t cls);
 
-/* Memory limit at run time (cache_memlimit); only caps future growth. */
+/* Memory limit at run time (cache_memlimit); slabs past a lowered one are
+ * given back by the eviction layer (evict_auto_trim). */
 /*
  * memcached's rule for a class's first slab: carved even past the limit,
  * so every active class holds memory of its own (and eviction spares

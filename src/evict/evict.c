@@ -281,9 +281,9 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
 
 /* Walk the stack until a policy frees memory; items_only: item-level parts only. */
 static evict_rstatus_t
-stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
+stack_walk(struct evict_stack *s, uint8_t cls, uint32_t batch, uint32_t *freed,
+           bool items_only)
 {
-    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
     struct evict_req req = { .cls = cls, .batch = batch > 0 ? batch : 1 };
     uint32_t got = 0;
 
@@ -329,6 +329,28 @@ stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
         return EVICT_OK;
     }
     return EVICT_FAIL;
+}
+
+void
+evict_give_back(void)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+
+    if (s != NULL && stack_has_slab_level(s) && slab_malloced() > slab_room()) {
+        evict_auto_trim();
+    }
+}
+
+static evict_rstatus_t
+stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+    evict_rstatus_t st = stack_walk(s, cls, batch, freed, items_only);
+
+    if (!items_only) {
+        evict_give_back();
+    }
+    return st;
 }
 
 evict_rstatus_t

@@ -187,7 +187,8 @@ evict_auto_pays(uint8_t cls, uint8_t donor)
     return pays;
 }
 
-/* The donor's least recently accessed slab that may move, into cls. */
+/* The donor's least recently accessed slab that may move, into cls (0:
+ * back to the system). */
 static bool
 move_from(uint8_t donor, uint8_t cls)
 {
@@ -213,7 +214,11 @@ move_from(uint8_t donor, uint8_t cls)
         if (best == SLAB_ID_NONE) {
             return false;
         }
-        if (item_slab_evict(best, cls) == ITEM_SLAB_OK) {
+        if (cls == 0 && item_slab_release(best) == ITEM_SLAB_OK) {
+            atomic_store(&view_stale, true);
+            return true;
+        }
+        if (cls != 0 && item_slab_evict(best, cls) == ITEM_SLAB_OK) {
             atomic_store(&view_stale, true);
             atomic_fetch_add_explicit(&moves, 1, memory_order_relaxed);
             return true;
@@ -241,6 +246,23 @@ move_to(uint8_t cls, bool any)
         tried[k] = donor;
     }
     return false;
+}
+
+void
+evict_auto_trim(void)
+{
+    uint8_t tried[EVICT_PICKS];
+    unsigned ntried = 0;
+
+    for (unsigned k = 0; k < EVICT_PICKS && slab_malloced() > slab_room(); k++) {
+        uint8_t donor = donor_next(0, true, tried, ntried);
+        if (donor == 0) {
+            return;
+        }
+        if (!move_from(donor, 0)) {
+            tried[ntried++] = donor;
+        }
+    }
 }
 
 static evict_rstatus_t

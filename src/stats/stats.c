@@ -365,7 +365,7 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "bytes", is.bytes);
     emit_u64(emit, ctx, "curr_items", is.curr_items);
     emit_u64(emit, ctx, "total_items", is.total_items);
-    emit_u64(emit, ctx, "slab_global_page_pool", 0);
+    emit_u64(emit, ctx, "slab_global_page_pool", slab_pool_count());
     emit_u64(emit, ctx, "expired_unfetched", is.expired_unfetched);
     emit_u64(emit, ctx, "evicted_unfetched", is.evicted_unfetched);
     emit_u64(emit, ctx, "evicted_active", 0);

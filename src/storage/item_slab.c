@@ -229,8 +229,9 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
     return ok;
 }
 
-item_slab_status_t
-item_slab_evict(uint32_t sid, uint8_t cls)
+/* Empty slab sid and unassign it (item_slab_evict's work but the carve). */
+static item_slab_status_t
+slab_empty(uint32_t sid)
 {
     uint8_t vcls = slab_drain_begin(sid);
 
@@ -250,9 +251,30 @@ item_slab_evict(uint32_t sid, uint8_t cls)
         return ITEM_SLAB_BUSY;
     }
     slab_drain_finish(vcls, sid);
-    /* The slab belongs to no class now; nobody else can reach it. */
-    slab_attach(cls, sid);
     return ITEM_SLAB_OK;
+}
+
+item_slab_status_t
+item_slab_evict(uint32_t sid, uint8_t cls)
+{
+    item_slab_status_t st = slab_empty(sid);
+
+    if (st == ITEM_SLAB_OK) {
+        /* The slab belongs to no class now; nobody else can reach it. */
+        slab_attach(cls, sid);
+    }
+    return st;
+}
+
+item_slab_status_t
+item_slab_release(uint32_t sid)
+{
+    item_slab_status_t st = slab_empty(sid);
+
+    if (st == ITEM_SLAB_OK) {
+        slab_release(sid);
+    }
+    return st;
 }
 
 /* --- walking live items ------------------------------------------------------- */

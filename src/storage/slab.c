@@ -31,6 +31,7 @@ struct slab {
     _Atomic uint64_t     created_ms;
     _Atomic uint64_t     accessed_ms;
     _Atomic uint32_t     used;      /* chunks handed out; written under the class lock */
+    uint32_t             pool_next; /* released: the next in the pool (table lock) */
 };
 
 struct slab_class {
@@ -68,6 +69,8 @@ static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
 static _Atomic size_t    mem_reserved;     /* slab_set_reserve() */
 static _Atomic size_t    mem_malloced;
+static uint32_t          pool_head;     /* released slabs (table lock), a stack */
+static _Atomic uint32_t  pool_count;
 
 static inline struct slab *
 table_entry(uint32_t sid)
@@ -248,6 +251,8 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     atomic_store(&mem_reserved, 0);
     atomic_store(&mem_malloced, 0);
     atomic_store(&table_count, 0);
+    pool_head = SLAB_ID_NONE;
+    atomic_store(&pool_count, 0);
     return SLAB_OK;
 }
 
@@ -489,6 +494,19 @@ arena_make_writable(size_t end)
     return true;
 }
 
+/*
+ * A slab past the limit goes on small pages. Huge pages pay off for the
+ * memory -m gives, which fills them in pairs of slabs; the slabs past it
+ * come one at a time, and one alone in a huge page costs twice its size.
+ * A huge page the slab shares with one inside the limit is already
+ * backed whole: splitting it saves nothing, so this is advice, not a rule.
+ */
+static void
+arena_small_pages(size_t off, size_t len)
+{
+    (void)madvise(arena + off, len, MADV_NOHUGEPAGE);
+}
+
 /* A class's first slab may be carved past the limit (slab_set_first_past_limit). */
 static _Atomic bool first_past_limit;
 
@@ -518,13 +536,26 @@ table_append(bool first)
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
     /* A slab costs its whole pages (stride), whatever -I says. */
-    if ((used + stride <= slab_room() ||
-         (first && atomic_load_explicit(&first_past_limit, memory_order_relaxed))) &&
-        n < slab_cap &&
-        arena_make_writable((size_t)(n + 1) * stride)) {
-        atomic_store(&mem_malloced, used + stride);
+    bool within = used + stride <= slab_room();
+    if (!within && !(first && atomic_load_explicit(&first_past_limit, memory_order_relaxed))) {
+        pthread_mutex_unlock(&table_lock);
+        return SLAB_ID_NONE;
+    }
+    /* A released slab before a new one: the table stays as short as the
+     * most memory ever held at once. */
+    if (pool_head != SLAB_ID_NONE) {
+        sid = pool_head;
+        pool_head = table_entry(sid)->pool_next;
+        atomic_fetch_sub(&pool_count, 1);
+    } else if (n < slab_cap && arena_make_writable((size_t)(n + 1) * stride)) {
         atomic_store_explicit(&table_count, n + 1, memory_order_release);
         sid = n;
+    }
+    if (sid != SLAB_ID_NONE) {
+        if (!within) {
+            arena_small_pages((size_t)sid * stride, stride);
+        }
+        atomic_store(&mem_malloced, used + stride);
     }
     pthread_mutex_unlock(&table_lock);
     return sid;
@@ -856,6 +887,30 @@ slab_attach(uint8_t cls, uint32_t sid)
     slab_carve(cls, sid);
     c->slabs_gained++;
     pthread_mutex_unlock(&c->lock);
+}
+
+void
+slab_release(uint32_t sid)
+{
+    struct slab *s = table_entry(sid);
+
+    assert(atomic_load(&s->cls) == 0 && atomic_load(&s->used) == 0);
+    /* Its pages go back now; a racing walk reads zeros there (no item).
+     * Small pages first: khugepaged would fill a hole in a huge page. */
+    arena_small_pages((size_t)sid * stride, stride);
+    (void)madvise(arena + (size_t)sid * stride, stride, MADV_DONTNEED);
+    pthread_mutex_lock(&table_lock);
+    s->pool_next = pool_head;
+    pool_head = sid;
+    atomic_fetch_add(&pool_count, 1);
+    atomic_fetch_sub(&mem_malloced, stride);
+    pthread_mutex_unlock(&table_lock);
+}
+
+uint32_t
+slab_pool_count(void)
+{
+    return atomic_load_explicit(&pool_count, memory_order_relaxed);
 }
 
 uint64_t

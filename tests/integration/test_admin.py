@@ -51,6 +51,32 @@ def memlimit_in_megabytes():
 
 
 @test
+def lowered_memlimit_gives_memory_back():
+    """memcached frees pages to the system when cache_memlimit goes below
+    what it holds (its t/dyn-maxbytes.t): here the slabs past the new
+    limit go back (slab_global_page_pool), with nothing stored to ask, and
+    total_malloced falls to the limit. Before, the limit only stopped
+    growth."""
+    value = b"B" * 66560
+    with Server("-m", "16") as s, s.client() as c:
+        for i in range(300):
+            eq(c.set("key%d" % i, value), "STORED")
+        held = int(c.stats("slabs")["total_malloced"])
+        check(held >= 15 * 2**20, "total_malloced %d at -m 16" % held)
+        eq(c.cmd("cache_memlimit 8"), "OK")
+        for i in range(300):
+            c.cmd("delete key%d" % i)
+        deadline = time.time() + 6
+        while time.time() < deadline and int(c.stats("slabs")["total_malloced"]) > 8 * 2**20:
+            time.sleep(0.2)
+        now = int(c.stats("slabs")["total_malloced"])
+        check(now <= 8 * 2**20, "total_malloced %d after cache_memlimit 8 (was %d)" % (now, held))
+        check(int(c.stats()["slab_global_page_pool"]) >= (held - now) // 2**20,
+              "slab_global_page_pool %s" % c.stats()["slab_global_page_pool"])
+        eq(c.set("again", value), "STORED")
+
+
+@test
 def idle_timeout_closes_idle_connections():
     with Server("-o", "idle_timeout=1") as s, s.client() as idle, \
             s.client() as partial:

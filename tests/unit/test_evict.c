@@ -1040,6 +1040,49 @@ START_TEST(test_auto_gives_slabs_to_higher_marginal_hits)
 }
 END_TEST
 
+/*
+ * Past the limit only first slabs stay: with -m lowered under what the
+ * classes hold, allocations give back to the system (not to another class)
+ * the slabs the measurement values least until the slabs fit, and each
+ * class keeps one. Every item left is intact.
+ */
+START_TEST(test_auto_gives_back_slabs_past_the_limit)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint64_t seed = 7;
+    char key[32];
+
+    auto_four_and_four();
+    slab_set_first_past_limit(true);
+    measure_uniform(a, 6, 6000, &seed);      /* A's slabs earn least */
+    measure_uniform(b, 12, 18000, &seed);
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    slab_set_limit(3 * SLAB_SZ);
+    for (uint32_t i = 100; i < 100 + 4 * slab_class_perslab(b); i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slab_malloced(), 3 * SLAB_SZ);
+    ck_assert_uint_eq(slab_pool_count(), NSLABS - 3);
+    ck_assert_uint_eq(slab_table_count(), NSLABS);
+    ck_assert_uint_eq(slabs_of(a) + slabs_of(b), 3);
+    ck_assert_uint_ge(slabs_of(a), 1);
+    ck_assert_uint_ge(slabs_of(b), 1);
+    ck_assert_uint_gt(count_present("a", 4 * NSLABS * slab_class_perslab(a)), 0);
+    ck_assert_uint_gt(count_present("b", 200), 0);
+    /* Memory back under the limit: a new slab comes out of the pool. */
+    slab_set_limit(4 * SLAB_SZ);
+    for (uint32_t i = 300; slabs_of(a) + slabs_of(b) < 4 && i < 300 + 8 * slab_class_perslab(b); i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(a) + slabs_of(b), 4);
+    ck_assert_uint_eq(slab_pool_count(), NSLABS - 4);
+    ck_assert_uint_eq(slab_table_count(), NSLABS);
+    slab_set_first_past_limit(false);
+}
+END_TEST
+
 /* A class's last slab as auto orders donors: nothing if unmeasured. */
 static double
 donor_value(const struct sizing_edge *e)
@@ -1377,6 +1420,7 @@ evict_suite(void)
     tcase_add_test(tc, test_gated_lrc_spares_a_hot_old_slab_for_an_empty_class);
     tcase_add_test(tc, test_configure_validates);
     tcase_add_test(tc, test_auto_gives_slabs_to_higher_marginal_hits);
+    tcase_add_test(tc, test_auto_gives_back_slabs_past_the_limit);
     tcase_add_test(tc, test_auto_equal_classes_do_not_trade);
     tcase_add_test(tc, test_auto_asks_a_dearer_donor_measured_finely);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);

@@ -6,6 +6,7 @@
  * its own slab_setup().
  */
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,6 +426,104 @@ START_TEST(test_first_slab_past_limit)
     ck_assert(!slab_grow_first(3));                 /* rule off: none */
     ck_assert_ptr_null(slab_alloc(3, &sid));
     ck_assert_uint_eq(slab_table_count(), nslabs + 2);
+}
+END_TEST
+
+/* The VmFlags of the mapping holding p (/proc/self/smaps), or "". */
+static void
+vm_flags_of(const void *p, char *out, size_t cap)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[512];
+    bool inside = false;
+
+    out[0] = '\0';
+    ck_assert_ptr_nonnull(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, ':') != NULL &&
+            strchr(line, '-') < strchr(line, ' ')) {
+            inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        } else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, cap, "%s", line + 8);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/*
+ * Slabs within the limit are asked for huge pages, which they fill in
+ * pairs; a slab carved past it (a first slab) comes alone and is asked
+ * for small pages, or one slab would hold a 2 MB page by itself.
+ */
+START_TEST(test_slab_past_limit_on_small_pages)
+{
+    uint32_t sid;
+
+    slab_teardown();
+    setup_with(4 * MB, MB);
+    uint8_t last = slab_class_count();
+    struct item *inside = slab_alloc(last, &sid);
+    ck_assert_ptr_nonnull(inside);
+    while (!slab_at_limit()) {
+        ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+    }
+    char flags[512];
+    vm_flags_of(inside, flags, sizeof(flags));
+    if (strstr(flags, " hg") == NULL) {
+        return;                 /* no transparent huge pages here: nothing to show */
+    }
+    slab_set_first_past_limit(true);
+    ck_assert(slab_grow_first(1));
+    struct item *past = slab_alloc(1, &sid);
+    ck_assert_ptr_nonnull(past);
+    ck_assert_uint_eq(sid, 4);
+    vm_flags_of(past, flags, sizeof(flags));
+    ck_assert_msg(strstr(flags, " nh") != NULL, "past the limit: VmFlags%s", flags);
+    vm_flags_of(inside, flags, sizeof(flags));
+    ck_assert(strstr(flags, " hg") != NULL);
+}
+END_TEST
+
+/*
+ * A released slab leaves slab_malloced() and its pages go back (they read
+ * as zeros again); it waits in the pool, and the next slab carved is it:
+ * the table does not grow while the pool holds one.
+ */
+START_TEST(test_released_slab_reused_before_table_grows)
+{
+    uint32_t s0, s1, sid;
+    struct item *a = slab_alloc(1, &s0);
+    struct item *b = slab_alloc(2, &s1);
+
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_ne(s0, s1);
+    unsigned char *byte = (unsigned char *)slab_chunk(s0, 0) + 40;
+    *byte = 0xab;
+    slab_free(1, s0, a);
+    ck_assert_uint_eq(slab_drain_begin(s0), 1);
+    slab_drain_finish(1, s0);
+    ck_assert_uint_eq(cstats(1).total_pages, 0);
+    size_t held = slab_malloced();
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    slab_release(s0);
+    ck_assert_uint_eq(slab_malloced(), held - SLAB_SZ);
+    ck_assert_uint_eq(slab_pool_count(), 1);
+    ck_assert_uint_eq(slab_table_count(), 2);
+    ck_assert_uint_eq(*byte, 0);
+    /* The next slab, for any class, is the released one. */
+    ck_assert_ptr_nonnull(slab_alloc(3, &sid));
+    ck_assert_uint_eq(sid, s0);
+    ck_assert_uint_eq(slab_table_count(), 2);
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    ck_assert_uint_eq(slab_malloced(), held);
+    ck_assert_uint_eq(cstats(3).total_pages, 1);
+    /* With the pool empty the table grows again. */
+    ck_assert_ptr_nonnull(slab_alloc(4, &sid));
+    ck_assert_uint_eq(sid, 2);
+    ck_assert_uint_eq(slab_table_count(), 3);
 }
 END_TEST
 
@@ -949,6 +1048,8 @@ slab_suite(void)
     tcase_add_test(tc, test_touch_and_created_times);
     tcase_add_test(tc, test_first_slab_past_limit);
     tcase_add_test(tc, test_reserve_comes_out_of_the_limit);
+    tcase_add_test(tc, test_slab_past_limit_on_small_pages);
+    tcase_add_test(tc, test_released_slab_reused_before_table_grows);
     suite_add_tcase(s, tc);
     return s;
 }
