@@ -287,8 +287,10 @@ struct proto_meta_item {
     uint32_t    vlen;           /* VA size, s */
     uint32_t    client_flags;   /* f */
     uint64_t    cas;            /* c */
-    int64_t     ttl;            /* t: seconds left, -1 for never */
-    int64_t     ttl_before;     /* t sent before a T: as before this request */
+    int64_t     ttl_before;     /* t: seconds left as before this request, -1 for never */
+    int64_t     ttl;            /* t sent after the T: the TTL it set */
+    int64_t     ttl_vivify;     /* t sent after the N that created it: N's TTL */
+    bool        vivified;       /* N created it (a created item has no TTL before) */
     uint32_t    la;             /* l: seconds since last access */
     bool        fetched;        /* h: read before this request */
     bool        token_sent;     /* Z: a win was handed out before */
@@ -299,8 +301,10 @@ struct proto_meta_item {
 /*
  * A meta answer line: code ("VA", "HD", "EN", "NF", "NS", "EX", "MN"), then
  * for each flag of the request that is in echo (e.g. "Ok" on a miss,
- * "stcflhOk" for an mg hit) its value, in the order sent (a t sent before
- * a T shows it->ttl_before, as memcached applies flags in order), then Z X W as
+ * "stcflhOk" for an mg hit) its value, in the order sent (t shows the TTL
+ * as the flags before it left it: it->ttl_before, then it->ttl after a T,
+ * it->ttl_vivify after the N of a vivified item, as memcached applies
+ * flags in order), then Z X W as
  * set in it (may be NULL when echo needs no item figure), then "\r\n".
  * "VA" is followed by it->vlen. Returns bytes written, 0 if cap is short.
  */

@@ -122,8 +122,10 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
     mi.vlen = item_vlen(it);
     mi.client_flags = it->flags;
     mi.cas = item_cas(it);
-    mi.ttl = ttl_left(it->exptime);
     mi.ttl_before = ttl_left(g.exptime_before);
+    mi.ttl = ttl_left(g.touch ? g.exptime : it->exptime);
+    mi.ttl_vivify = ttl_left(g.vivify_exptime);
+    mi.vivified = g.created;
     mi.la = clock_now() - g.time;
     mi.fetched = g.fetched;
     mi.token_sent = g.token_sent;
@@ -354,8 +356,10 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     if (!(st == ITEM_NOT_FOUND && proto_meta_has(m, 'N'))) {
         dispatch_count_arith(d, incr, st, cls);
     }
+    bool created = false;
     if (st == ITEM_NOT_FOUND && proto_meta_has(m, 'N')) {
         st = ma_vivify(req, &value, &am);
+        created = st == ITEM_OK;
         if (st == ITEM_NO_MEMORY) {
             dispatch_reply_line(d, "SERVER_ERROR Out of memory allocating new item");
             return DISPATCH_DONE;
@@ -385,8 +389,10 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     bool with_value = proto_meta_has(m, 'v');
     mi.vlen = (uint32_t)n;
     mi.cas = am.cas_out;
-    mi.ttl = ttl_left(am.exptime_out);
     mi.ttl_before = ttl_left(am.exptime_before);
+    mi.ttl = ttl_left(am.touch ? am.exptime : am.exptime_out);
+    mi.ttl_vivify = ttl_left(clock_exptime(m->vivify_ttl));
+    mi.vivified = created;
     meta_line(d, with_value ? "VA" : "HD", "ctOk", m, &mi);
     if (with_value) {
         outq_add(d->out, digits, (size_t)n);

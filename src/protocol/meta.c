@@ -329,7 +329,7 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
 {
     struct mout o = { buf, buf + cap, true };
     const char *p = m->flags;
-    bool after_T = !proto_meta_has(m, 'T');    /* no T: t is the TTL now */
+    int64_t ttl = it != NULL ? it->ttl_before : -1;   /* as the flags so far leave it */
 
     put(&o, code, 2);
     if (strcmp(code, "VA") == 0) {
@@ -340,8 +340,10 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
     size_t n;
 
     while (proto_key_next(&p, m->flags_end, &s, &n)) {
-        if (*s == 'T') {
-            after_T = true;
+        if (*s == 'T' && it != NULL) {
+            ttl = it->ttl;
+        } else if (*s == 'N' && it != NULL && it->vivified) {
+            ttl = it->ttl_vivify;
         }
         if (strchr(echo, *s) == NULL) {
             continue;
@@ -359,7 +361,6 @@ proto_compose_meta(char *buf, size_t cap, const char *code, const char *echo,
             put_u64(&o, it->vlen);
             break;
         case 't': {
-            int64_t ttl = after_T ? it->ttl : it->ttl_before;
             put_flag(&o, 't');
             if (ttl < 0) {
                 put(&o, "-1", 2);

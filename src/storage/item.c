@@ -514,7 +514,7 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
     if (it != NULL) {
         uint8_t f = item_iflags(it);
         m->fetched = (f & ITEM_FETCHED) != 0 && !m->created;
-        m->exptime_before = it->exptime;
+        m->exptime_before = m->created ? 0 : it->exptime;   /* created: none yet */
         m->time = it->time;
         m->token_sent = (f & ITEM_TOKEN_SENT) != 0;
         m->stale = (f & ITEM_STALE) != 0;

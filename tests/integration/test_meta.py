@@ -79,6 +79,24 @@ def t_before_and_after_T():
 
 
 @test
+def t_before_N_on_a_vivified_item():
+    """A miss that N vivifies is created with no TTL, which N then sets:
+    a t sent before the N shows -1, after it the N's TTL (both memcached
+    1.6.18 and 1.6.45; slabcache showed the N's TTL either way)."""
+    lines = [b"mg v1 t N100 v\r\n", b"mg v2 N100 t\r\n",
+             b"ma c1 t N100\r\n", b"ma c2 N100 t\r\n", b"mg v1 t\r\n"]
+    ref, _ = session(REF, lines)
+    oth, _ = session(None, lines)
+    for i, (a, b) in enumerate(zip(ref, oth)):
+        check(close(ttls(a), ttls(b)) and re.sub(rb"-?\d+", b"#", a) ==
+              re.sub(rb"-?\d+", b"#", b),
+              "line %r: memcached %r, other %r" % (lines[i], a, b))
+    wanted = [[-1], [100], [-1], [100], [100]]
+    for i, w in enumerate(wanted):
+        check(close(ttls(oth[i]), w), "%r: %r, wanted t%d" % (lines[i], oth[i], w[0]))
+
+
+@test
 def counters_after_meta_traffic():
     lines = [b"ms a 1\r\nx\r\n", b"mg a v\r\n", b"mg nope v\r\n",
              b"mg a T30 v\r\n", b"mg nope2 T30\r\n", b"mg viv N30\r\n",

@@ -1213,17 +1213,41 @@ START_TEST(test_meta_compose) {
     char buf[PROTO_META_LINE_MAX];
     struct proto_meta_item it = {
         .key = "foo", .nkey = 3, .vlen = 5, .client_flags = 9, .cas = 42,
-        .ttl = -1, .la = 3, .fetched = true,
+        .ttl_before = -1, .la = 3, .fetched = true,
     };
     size_t n;
 
     expect_ok("mg foo s v f t c Oop k h l\r\n", PROTO_CMD_MG);
     n = proto_compose_meta(buf, sizeof(buf), "VA", "stcflhOk", &req.meta, &it);
     expect_mem(buf, n, "VA 5 s5 f9 t-1 c42 Oop kfoo h1 l3\r\n");
-    it.ttl = 30;
+    it.ttl_before = 30;
     it.token_sent = it.stale = true;
     n = proto_compose_meta(buf, sizeof(buf), "HD", "t", &req.meta, &it);
     expect_mem(buf, n, "HD t30 Z X\r\n");
+    it.token_sent = it.stale = false;
+    /* t shows the TTL as the flags before it left it: a created item has
+     * none until its N, then the N's, then the T's. */
+    it.ttl_before = -1;
+    it.ttl_vivify = 30;
+    it.ttl = 60;
+    it.vivified = true;
+    static const char *const lines[] = {
+        "mg foo t N30 T60\r\n", "mg foo N30 t T60\r\n", "mg foo N30 T60 t\r\n",
+    };
+    static const char *const created[] = { "HD t-1\r\n", "HD t30\r\n", "HD t60\r\n" };
+    static const char *const existed[] = { "HD t-1\r\n", "HD t-1\r\n", "HD t60\r\n" };
+    for (int i = 0; i < 3; i++) {
+        expect_ok(lines[i], PROTO_CMD_MG);
+        it.vivified = true;
+        n = proto_compose_meta(buf, sizeof(buf), "HD", "t", &req.meta, &it);
+        expect_mem(buf, n, created[i]);
+        it.vivified = false;        /* N on an item that was there: no change */
+        n = proto_compose_meta(buf, sizeof(buf), "HD", "t", &req.meta, &it);
+        expect_mem(buf, n, existed[i]);
+    }
+    expect_ok("mg foo s v f t c Oop k h l\r\n", PROTO_CMD_MG);
+    it.ttl_before = 30;
+    it.token_sent = it.stale = true;
     it.token_sent = false;
     it.won = true;
     n = proto_compose_meta(buf, sizeof(buf), "EN", "Ok", &req.meta, &it);
