@@ -11,6 +11,10 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 # memcached 1.6.18's own test suite (t/), from Debian's source package;
 # test_mc_suite.sh skips, saying so, when it could not be fetched.
 "$root/scripts/fetch-memcached-src.sh" >/dev/null
+# The newest memcached (Debian unstable's source): its t/ suite runs in make
+# check (test_mc_suite_newest.sh), which skips, saying so, without it.
+"$root/scripts/build-memcached-newest.sh" >/dev/null ||
+    echo "== the newest memcached's source could not be had: its suite will skip"
 
 run_check() {
     local dir="$1"; shift

@@ -53,6 +53,14 @@ random_draw(uint8_t cls, uint32_t n, uint32_t *sid, uint32_t *fallback)
     }
 }
 
+static bool
+slab_unassigned(uint32_t sid)
+{
+    struct slab_info info;
+
+    return slab_table_info(sid, &info) && info.cls == 0;
+}
+
 static evict_rstatus_t
 random_pass(struct evict_req *req)
 {
@@ -62,8 +70,10 @@ random_pass(struct evict_req *req)
     for (int pick = 0; n > 0 && pick < EVICT_PICKS; pick++) {
         uint32_t sid, fallback;
         random_draw(req->cls, n, &sid, &fallback);
-        /* Another class's only slab stays, stubs too: draw again (bounded). */
-        if (evict_slab_kept(sid, req->cls) && draws++ < RANDOM_REDRAWS) {
+        /* Another class's only slab stays, stubs too, and a slab given
+         * back to the system belongs to none: draw again (bounded). */
+        if ((evict_slab_kept(sid, req->cls) || slab_unassigned(sid)) &&
+            draws++ < RANDOM_REDRAWS) {
             pick--;
             continue;
         }

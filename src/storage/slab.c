@@ -507,6 +507,15 @@ arena_small_pages(size_t off, size_t len)
     (void)madvise(arena + off, len, MADV_NOHUGEPAGE);
 }
 
+/* A released slab carved again within the limit: huge pages again, so
+ * that its 2 MB pair, once both halves are in use, can be collapsed back
+ * into one (by the kernel's khugepaged). */
+static void
+arena_huge_pages(size_t off, size_t len)
+{
+    (void)madvise(arena + off, len, MADV_HUGEPAGE);
+}
+
 /* A class's first slab may be carved past the limit (slab_set_first_past_limit). */
 static _Atomic bool first_past_limit;
 
@@ -554,6 +563,8 @@ table_append(bool first)
     if (sid != SLAB_ID_NONE) {
         if (!within) {
             arena_small_pages((size_t)sid * stride, stride);
+        } else if (sid < n) {
+            arena_huge_pages((size_t)sid * stride, stride);
         }
         atomic_store(&mem_malloced, used + stride);
     }
@@ -896,7 +907,9 @@ slab_release(uint32_t sid)
 
     assert(atomic_load(&s->cls) == 0 && atomic_load(&s->used) == 0);
     /* Its pages go back now; a racing walk reads zeros there (no item).
-     * Small pages first: khugepaged would fill a hole in a huge page. */
+     * Small pages first: khugepaged would fill a hole in a huge page. The
+     * slab sharing its 2 MB page loses the huge page with it (the kernel
+     * splits it) until this one is carved again within the limit. */
     arena_small_pages((size_t)sid * stride, stride);
     (void)madvise(arena + (size_t)sid * stride, stride, MADV_DONTNEED);
     pthread_mutex_lock(&table_lock);

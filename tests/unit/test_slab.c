@@ -513,9 +513,15 @@ START_TEST(test_released_slab_reused_before_table_grows)
     ck_assert_uint_eq(slab_pool_count(), 1);
     ck_assert_uint_eq(slab_table_count(), 2);
     ck_assert_uint_eq(*byte, 0);
-    /* The next slab, for any class, is the released one. */
+    char flags[512];
+    vm_flags_of(slab_chunk(s1, 0), flags, sizeof(flags));
+    bool thp = strstr(flags, " hg") != NULL || strstr(flags, " nh") != NULL;
+    /* The next slab, for any class, is the released one... */
     ck_assert_ptr_nonnull(slab_alloc(3, &sid));
     ck_assert_uint_eq(sid, s0);
+    /* ...asked for huge pages again, being within the limit. */
+    vm_flags_of(slab_chunk(s0, 0), flags, sizeof(flags));
+    ck_assert_msg(!thp || strstr(flags, " hg") != NULL, "reused within -m: VmFlags%s", flags);
     ck_assert_uint_eq(slab_table_count(), 2);
     ck_assert_uint_eq(slab_pool_count(), 0);
     ck_assert_uint_eq(slab_malloced(), held);
