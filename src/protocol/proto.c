@@ -703,7 +703,8 @@ static const struct {
         RSP("CLIENT_ERROR cannot increment or decrement non-numeric value"),
     [PROTO_RSP_INCR_OOM] = RSP("SERVER_ERROR out of memory"),
     [PROTO_RSP_TOO_MANY_CONNS] = RSP("ERROR Too many open connections"),
-    [PROTO_RSP_SHUTDOWN_DISABLED] = RSP("ERROR: shutdown not enabled"),
+    /* memcached 1.6.45's text (1.6.18: "ERROR: shutdown not enabled") */
+    [PROTO_RSP_SHUTDOWN_DISABLED] = RSP("SERVER_ERROR: shutdown not enabled"),
 };
 
 const char *

@@ -363,7 +363,7 @@ def extended_options_work_or_are_refused():
 @test
 def shutdown_modes():
     with Server() as s, s.client() as c:
-        eq(c.cmd("shutdown graceful"), "ERROR: shutdown not enabled")
+        eq(c.cmd("shutdown graceful"), "SERVER_ERROR: shutdown not enabled")
     with Server("-A") as s, s.client() as c:
         eq(c.cmd("shutdown foo"), "CLIENT_ERROR invalid shutdown mode")
         eq(c.cmd("shutdown graceful extra"), "CLIENT_ERROR invalid shutdown mode")

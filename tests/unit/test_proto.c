@@ -1010,7 +1010,7 @@ START_TEST(test_rsp_str) {
             "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
         [PROTO_RSP_INCR_OOM] = "SERVER_ERROR out of memory\r\n",
         [PROTO_RSP_TOO_MANY_CONNS] = "ERROR Too many open connections\r\n",
-        [PROTO_RSP_SHUTDOWN_DISABLED] = "ERROR: shutdown not enabled\r\n",
+        [PROTO_RSP_SHUTDOWN_DISABLED] = "SERVER_ERROR: shutdown not enabled\r\n",
     };
     int i;
     size_t len;
