@@ -1,6 +1,6 @@
 /*
  * logger.h -- memcached's log stream for `watch`: fetches, mutations,
- * evictions and connection events as one text line each, in memcached's format, copied to every
+ * evictions, deletions and connection events as one text line each, in memcached's format, copied to every
  * watcher that asked for their kind.
  *
  * Each watcher owns a bounded buffer (-o watcher_logbuf_size). A line that
@@ -21,6 +21,7 @@
 #define LOGGER_MUTATIONS 0x2u
 #define LOGGER_EVICTIONS 0x4u
 #define LOGGER_CONNEVENTS 0x8u
+#define LOGGER_DELETIONS 0x10u
 #define LOGGER_WATCHERS_MAX 20              /* memcached's WATCHER_LIMIT */
 #define LOGGER_BUF_DEFAULT (256u * 1024)    /* memcached's watcher_logbuf_size */
 
@@ -61,6 +62,10 @@ void logger_item_store(const char *key, size_t nkey, logger_store_status_t st,
 /* ttl -1: never expires; la: seconds since last access. */
 void logger_eviction(const char *key, size_t nkey, bool fetched, int64_t ttl,
                      uint32_t la, unsigned cls, uint32_t vlen);
+
+/* An item a delete (cmd "delete") or meta delete ("md") removed. */
+void logger_deletion(const char *key, size_t nkey, const char *cmd, unsigned cls,
+                     uint32_t vlen);
 
 /* Why a connection closed, memcached's names and order. */
 typedef enum logger_close_reason {

@@ -336,11 +336,11 @@ item_status_t item_store_meta(struct item *it, item_store_op_t op,
 /*
  * Meta delete (md): compare the CAS first when has_cas (ITEM_EXISTS on a
  * mismatch); with stale, mark the item stale with a new CAS (and new TTL
- * if new_ttl) instead of removing it. *cls as item_delete().
+ * if new_ttl) instead of removing it. *cls and *vlen as item_delete().
  */
 item_status_t item_meta_delete(const char *key, size_t nkey, bool has_cas,
                                uint64_t cas, bool stale, bool new_ttl,
-                               rel_time_t exptime, uint8_t *cls);
+                               rel_time_t exptime, uint8_t *cls, uint32_t *vlen);
 
 /* Meta arithmetic (ma): item_arith() with a CAS compare and a new TTL. */
 struct item_arith_meta {
@@ -497,7 +497,8 @@ struct item  *item_meta_get(const char *key, size_t nkey, struct item_meta_get *
 /* On ITEM_OK, *cls (may be NULL) is the item's class, for per-class stats. */
 item_status_t item_touch(const char *key, size_t nkey, rel_time_t exptime,
                          uint8_t *cls);
-item_status_t item_delete(const char *key, size_t nkey, uint8_t *cls);
+/* item_delete: on ITEM_OK also *vlen (may be NULL), the value's length. */
+item_status_t item_delete(const char *key, size_t nkey, uint8_t *cls, uint32_t *vlen);
 /* One attempt (see struct item_rebuild). */
 item_status_t item_arith(const char *key, size_t nkey, bool incr,
                          uint64_t delta, uint64_t *result, uint8_t *cls);

@@ -550,6 +550,8 @@ admin_watch(struct dispatch_ctx *d, const struct proto_req *req)
             kinds |= LOGGER_EVICTIONS;
         } else if (arg_is(&a, i, "connevents")) {
             kinds |= LOGGER_CONNEVENTS;
+        } else if (arg_is(&a, i, "deletions")) {
+            kinds |= LOGGER_DELETIONS;
         } else {
             answer(d, noreply, "ERROR");
             return DISPATCH_DONE;

@@ -626,16 +626,20 @@ static dispatch_result_t
 do_delete(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
+    uint32_t vlen = 0;
 
     if (stats_detail_enabled()) {
         stats_detail_record(req->key, req->nkey, STATS_DETAIL_DELETE, false);
     }
     dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_delete(req->key, req->nkey, &cls);
+    item_status_t st = item_delete(req->key, req->nkey, &cls, &vlen);
 
     if (st == ITEM_OK) {
         STATS_INCR(d->stats, delete_hits);
         STATS_CLASS_INCR(d->stats, cls, delete_hits);
+        if (logger_wants(LOGGER_DELETIONS)) {
+            logger_deletion(req->key, req->nkey, "delete", cls, vlen);
+        }
     } else {
         STATS_INCR(d->stats, delete_misses);
     }

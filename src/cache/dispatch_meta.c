@@ -283,15 +283,20 @@ do_md(struct dispatch_ctx *d, const struct proto_req *req)
     const struct proto_meta *m = &req->meta;
     bool stale = proto_meta_has(m, 'I');
     uint8_t cls = 0;
+    uint32_t vlen = 0;
     struct proto_meta_item mi;
 
     dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_meta_delete(req->key, req->nkey, proto_meta_has(m, 'C'),
                                         m->cas, stale, proto_meta_has(m, 'T'),
-                                        clock_exptime(m->ttl), &cls);
+                                        clock_exptime(m->ttl), &cls, &vlen);
     if (st == ITEM_OK && !stale) {
         STATS_INCR(d->stats, delete_hits);
         STATS_CLASS_INCR(d->stats, cls, delete_hits);
+        /* memcached logs a removal, not an item marked stale (I). */
+        if (logger_wants(LOGGER_DELETIONS)) {
+            logger_deletion(req->key, req->nkey, "md", cls, vlen);
+        }
     } else if (st != ITEM_OK) {
         STATS_INCR(d->stats, delete_misses);
     }

@@ -250,6 +250,19 @@ logger_eviction(const char *key, size_t nkey, bool fetched, int64_t ttl,
 }
 
 void
+logger_deletion(const char *key, size_t nkey, const char *cmd, unsigned cls, uint32_t vlen)
+{
+    char line[LINE_MAX_BYTES], ekey[3 * 250 + 1];
+    int head = line_head(line, sizeof(line));
+
+    proto_uri_encode(ekey, sizeof(ekey), key, nkey);
+    int tail = snprintf(line + head, sizeof(line) - (size_t)head,
+                        "type=deleted key=%s cmd=%s clsid=%u size=%u\n",
+                        ekey, cmd, cls, vlen);
+    emit(LOGGER_DELETIONS, line, head, tail);
+}
+
+void
 logger_conn_new(const char *rip, unsigned rport, const char *transport, int fd)
 {
     char line[LINE_MAX_BYTES];

@@ -401,7 +401,8 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime, uint8_t *cls)
 
 item_status_t
 item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
-                 bool stale, bool new_ttl, rel_time_t exptime, uint8_t *cls)
+                 bool stale, bool new_ttl, rel_time_t exptime, uint8_t *cls,
+                 uint32_t *vlen)
 {
     uint32_t hv = hash_key(key, nkey);
     item_status_t st = ITEM_NOT_FOUND;
@@ -423,6 +424,9 @@ item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
         st = ITEM_OK;
     } else if (it != NULL) {
         item_report_cls(it, cls);
+        if (vlen != NULL) {
+            *vlen = item_vlen(it);
+        }
         do_item_unlink(it, hv);
         do_item_unlink_rest(key, nkey, hv);
         st = ITEM_OK;
@@ -552,7 +556,7 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
 }
 
 item_status_t
-item_delete(const char *key, size_t nkey, uint8_t *cls)
+item_delete(const char *key, size_t nkey, uint8_t *cls, uint32_t *vlen)
 {
     uint32_t hv = hash_key(key, nkey);
     item_status_t st = ITEM_NOT_FOUND;
@@ -561,6 +565,9 @@ item_delete(const char *key, size_t nkey, uint8_t *cls)
     struct item *it = do_item_find(key, nkey, hv);
     if (it != NULL) {
         item_report_cls(it, cls);
+        if (vlen != NULL) {
+            *vlen = item_vlen(it);
+        }
         do_item_unlink(it, hv);
         do_item_unlink_rest(key, nkey, hv);
         st = ITEM_OK;
@@ -572,7 +579,7 @@ item_delete(const char *key, size_t nkey, uint8_t *cls)
 void
 item_unlink_key(const char *key, size_t nkey)
 {
-    (void)item_delete(key, nkey, NULL);
+    (void)item_delete(key, nkey, NULL, NULL);
 }
 
 void

@@ -254,6 +254,35 @@ def watch_connevents():
             eq(events.get(port), [("new", None), ("close", reason)],
                "events of the connection from port %d" % port)
 
+DELETED_RE = re.compile(r"^ts=\d+\.\d+ gid=\d+ type=deleted key=(\S+) cmd=(delete|md) "
+                        r"clsid=(\d+) size=(\d+)$")
+
+
+@test
+def watch_deletions():
+    """memcached 1.6.45's `watch deletions`: a line for each item a delete
+    or an md removes (with its class and value size), none for a miss or
+    for an md that only marks the item stale (I)."""
+    with Server() as s, s.client() as c, s.client() as w:
+        w.send(b"watch deletions\r\n")
+        eq(w.read_line(), b"OK")
+        time.sleep(0.1)
+        eq(c.set("vfoo", "vbar"), "STORED")
+        eq(c.cmd("md non-existing-key"), "NF")
+        eq(c.cmd("delete vfoo"), "DELETED")
+        eq(c.set("vfoo", "hello"), "STORED")
+        eq(c.cmd("md vfoo I"), "HD")
+        eq(c.cmd("md vfoo"), "HD")
+        eq(c.cmd("delete vfoo"), "NOT_FOUND")
+        lines = watch_lines(w, 3, timeout=2.0)
+        eq(len(lines), 2, "two deletions: %r" % lines)
+        got = [DELETED_RE.match(l) for l in lines]
+        check(all(got), "deletion lines %r" % lines)
+        eq([(m.group(1), m.group(2), m.group(4)) for m in got],
+           [("vfoo", "delete", "4"), ("vfoo", "md", "5")])
+        check(all(int(m.group(3)) > 0 for m in got), "class ids %r" % lines)
+
+
 @test
 def watch_refuses_kinds_not_logged():
     slabcache_only()    # memcached logs rawcmds; slabcache refuses it

@@ -156,7 +156,7 @@ issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192
 issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
 shutdown.t slabhang.t ssl_cert_refresh.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
-ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher_connid.t
+ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's

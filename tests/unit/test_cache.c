@@ -245,7 +245,7 @@ START_TEST(test_lru_skips_held_reader)
     }
     struct item *held = get("key:00000");
     assert_evict_item(held, 0);
-    ck_assert_int_eq(item_delete("key:00002", 9, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("key:00002", 9, NULL, NULL), ITEM_OK);
     /* overwrite churn: every new chunk must differ from the held one */
     for (unsigned i = cap; i < 3 * cap; i++) {
         struct item *it;
@@ -278,7 +278,7 @@ START_TEST(test_lru_held_deleted_item_not_reused)
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
     }
     struct item *held = get("key:00005");
-    ck_assert_int_eq(item_delete("key:00005", 9, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("key:00005", 9, NULL, NULL), ITEM_OK);
     for (unsigned i = cap; i < 3 * cap; i++) {
         ck_assert_int_eq(store_evict(i, NULL), ITEM_OK);
     }
@@ -440,7 +440,7 @@ START_TEST(test_none_no_memory)
     /* deleting one makes room for exactly one */
     char k[16];
     evict_key(k, sizeof(k), 3);
-    ck_assert_int_eq(item_delete(k, strlen(k), NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete(k, strlen(k), NULL, NULL), ITEM_OK);
     ck_assert_int_eq(store_evict(cap + 1, NULL), ITEM_OK);
     ck_assert_int_eq(store_evict(cap + 2, NULL), ITEM_NO_MEMORY);
 

@@ -726,7 +726,7 @@ START_TEST(test_empty_slab_taken_before_evicting)
     /* Empty A's last two slabs (slabs 6 and 7): delete their keys. */
     for (uint32_t i = (NSLABS - 2) * per; i < n; i++) {
         snprintf(key, sizeof(key), "a%u", i);
-        ck_assert_int_eq(item_delete(key, strlen(key), NULL), ITEM_OK);
+        ck_assert_int_eq(item_delete(key, strlen(key), NULL, NULL), ITEM_OK);
     }
     ck_assert_uint_eq(slab_find_empty(b, 0), NSLABS - 2);
     ck_assert_int_eq(evict_configure("lrc", 3), 0);
@@ -752,7 +752,7 @@ START_TEST(test_empty_slab_taken_before_evicting)
     /* Plain lru never moves slabs, empty or not. */
     for (uint32_t i = 0; i < per; i++) {
         snprintf(key, sizeof(key), "a%u", i);
-        ck_assert_int_eq(item_delete(key, strlen(key), NULL), ITEM_OK);
+        ck_assert_int_eq(item_delete(key, strlen(key), NULL, NULL), ITEM_OK);
     }
     ck_assert_uint_eq(slab_find_empty(b, 0), 0);
     ck_assert_int_eq(evict_configure("lru", 3), 0);

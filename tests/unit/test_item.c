@@ -232,8 +232,8 @@ START_TEST(test_ref_survives_delete)
     held = get("k");
     ck_assert_ptr_nonnull(held);
     uint8_t cls = slab_cls_of(held);
-    ck_assert_int_eq(item_delete("k", 1, NULL), ITEM_OK);
-    ck_assert_int_eq(item_delete("k", 1, NULL), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("k", 1, NULL, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("k", 1, NULL, NULL), ITEM_NOT_FOUND);
     expect_absent("k");
     ck_assert_uint_eq(istats().curr_items, 0);
     ck_assert_uint_eq(item_iflags(held) & ITEM_LINKED, 0);
@@ -288,7 +288,7 @@ START_TEST(test_ref_store_keeps_callers_reference)
     ck_assert_int_eq(make_item("mine", "v1", 2, 0, 0, &it), ITEM_OK);
     ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_uint_eq(item_refcount(it), 2);
-    ck_assert_int_eq(item_delete("mine", 4, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("mine", 4, NULL, NULL), ITEM_OK);
     ck_assert_uint_eq(item_refcount(it), 1);
     assert_item_value(it, "v1");
     item_release(it);
@@ -322,7 +322,7 @@ START_TEST(test_add_replace)
 
     ck_assert_int_eq(store_op("a", "4", 8, 0, ITEM_OP_SET, 0), ITEM_OK);
     expect_value("a", "4");
-    ck_assert_int_eq(item_delete("a", 1, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("a", 1, NULL, NULL), ITEM_OK);
     ck_assert_int_eq(store_op("a", "5", 0, 0, ITEM_OP_REPLACE, 0), ITEM_NOT_STORED);
     ck_assert_int_eq(store_op("a", "6", 0, 0, ITEM_OP_ADD, 0), ITEM_OK);
     expect_value("a", "6");
@@ -459,7 +459,7 @@ START_TEST(test_cas_semantics)
     ck_assert_int_eq(store_op("c", "v3", 0, 0, ITEM_OP_CAS, c1), ITEM_EXISTS);
     expect_value("c", "v2");
 
-    ck_assert_int_eq(item_delete("c", 1, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("c", 1, NULL, NULL), ITEM_OK);
     ck_assert_int_eq(store_op("c", "v4", 0, 0, ITEM_OP_CAS, c2), ITEM_NOT_FOUND);
     expect_absent("c");
 }
@@ -713,7 +713,7 @@ START_TEST(test_expired_immediately)
 
     /* every command treats an expired item as absent */
     ck_assert_int_eq(store_op("e", "v", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
-    ck_assert_int_eq(item_delete("e", 1, NULL), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("e", 1, NULL, NULL), ITEM_NOT_FOUND);
     ck_assert_int_eq(store_op("e", "v", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
     ck_assert_int_eq(store_op("e", "w", 0, 0, ITEM_OP_REPLACE, 0), ITEM_NOT_STORED);
     ck_assert_int_eq(store_op("e", "1", 0, clock_exptime(-1), ITEM_OP_SET, 0), ITEM_OK);
@@ -765,7 +765,7 @@ START_TEST(test_flush_now)
     item_flush(0);
     ck_assert_ptr_null(item_get("a", 1, false, 0, &miss));
     ck_assert_int_eq(miss, ITEM_MISS_FLUSHED);
-    ck_assert_int_eq(item_delete("b", 1, NULL), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("b", 1, NULL, NULL), ITEM_NOT_FOUND);
     ck_assert_uint_eq(istats().curr_items, 0);
 
     /* stored after the flush (same second): visible */
@@ -805,7 +805,7 @@ START_TEST(test_flush_now_nocas)
     item_flush(0);
     ck_assert_ptr_null(item_get("a", 1, false, 0, &miss));
     ck_assert_int_eq(miss, ITEM_MISS_FLUSHED);
-    ck_assert_int_eq(item_delete("a", 1, NULL), ITEM_NOT_FOUND);
+    ck_assert_int_eq(item_delete("a", 1, NULL, NULL), ITEM_NOT_FOUND);
     ck_assert_uint_eq(istats().curr_items, 0);
 }
 END_TEST
@@ -952,13 +952,13 @@ START_TEST(test_rebuild_asks_for_memory)
     ck_assert(memcmp(rb.key, k[0], rb.nkey) == 0);
     ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
                                     &rb.fresh), ITEM_NO_MEMORY);
-    ck_assert_int_eq(item_delete(k[1], strlen(k[1]), NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete(k[1], strlen(k[1]), NULL, NULL), ITEM_OK);
     ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
                                     &rb.fresh), ITEM_OK);
     rb.need = false;
 
     /* the key changed while unlocked: the caller's chunk is given back */
-    ck_assert_int_eq(item_delete(k[0], strlen(k[0]), NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete(k[0], strlen(k[0]), NULL, NULL), ITEM_OK);
     ck_assert_int_eq(item_store_meta(tail, ITEM_OP_APPEND, &m, &rb), ITEM_RETRY);
     ck_assert(rb.fresh == NULL && rb.old == NULL && !rb.need);
     ck_assert_uint_eq(item_refcount(old), 1);    /* unlinked: ours alone */
@@ -1025,8 +1025,8 @@ START_TEST(test_arith_rebuild_asks_for_memory)
     ck_assert_uint_eq(cls, item_class_of(1, 19));
 
     /* the key is set again while unlocked: start over */
-    ck_assert_int_eq(item_delete("z0", 2, NULL), ITEM_OK);
-    ck_assert_int_eq(item_delete("z1", 2, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("z0", 2, NULL, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("z1", 2, NULL, NULL), ITEM_OK);
     ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
                                     &rb.fresh), ITEM_OK);
     ck_assert_int_eq(set("n", "9999999999999999999"), ITEM_OK);
@@ -1072,7 +1072,7 @@ START_TEST(test_vivify_asks_for_memory)
     ck_assert(!g.created);
     ck_assert_ptr_null(item_meta_get("viv", 3, &g, &miss, &rb));
     ck_assert(rb.need && rb.old == NULL && rb.vlen == 0 && rb.nkey == 3);
-    ck_assert_int_eq(item_delete("z0", 2, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("z0", 2, NULL, NULL), ITEM_OK);
     ck_assert_int_eq(item_alloc_try(rb.key, rb.nkey, rb.flags, rb.exptime, rb.vlen,
                                     &rb.fresh), ITEM_OK);
     struct item *it = item_meta_get("viv", 3, &g, &miss, &rb);
@@ -1117,7 +1117,7 @@ START_TEST(test_meta_get_vivify_holds_one_reference)
     ck_assert_uint_eq(item_refcount(it), 2);
     item_release(it);
     /* deleting it gives its chunk back: a leaked reference would keep it */
-    ck_assert_int_eq(item_delete("viv", 3, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("viv", 3, NULL, NULL), ITEM_OK);
     ck_assert_int_eq(make_item("viw", "", 0, 0, 0, &it), ITEM_OK);   /* same class */
     ck_assert_uint_eq(used_chunks_of(it), used);
     item_release(it);
@@ -1134,10 +1134,10 @@ START_TEST(test_meta_delete_marks_stale)
     it = get("st");
     uint64_t cas = item_cas(it);
     item_release(it);
-    ck_assert_int_eq(item_meta_delete("st", 2, true, cas + 1, true, false, 0, NULL),
+    ck_assert_int_eq(item_meta_delete("st", 2, true, cas + 1, true, false, 0, NULL, NULL),
                      ITEM_EXISTS);
     ck_assert_int_eq(item_meta_delete("st", 2, true, cas, true, true,
-                                      clock_exptime(30), NULL), ITEM_OK);
+                                      clock_exptime(30), NULL, NULL), ITEM_OK);
     it = item_meta_get("st", 2, &g, &miss, NULL);
     ck_assert_ptr_nonnull(it);
     ck_assert(g.stale && g.won && !g.token_sent);
@@ -1148,8 +1148,8 @@ START_TEST(test_meta_delete_marks_stale)
     ck_assert(g.stale && !g.won && g.token_sent);
     item_release(it);
     /* without I it goes */
-    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL), ITEM_OK);
-    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL),
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL), ITEM_OK);
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL),
                      ITEM_NOT_FOUND);
 }
 END_TEST
@@ -1341,7 +1341,7 @@ START_TEST(test_stub_false_match_is_never_served)
     ck_assert_int_eq(set(mate, "real"), ITEM_OK);
     ck_assert_uint_eq(istats().curr_items, 1);
     expect_value(mate, "real");
-    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL, NULL), ITEM_OK);
     expect_absent(mate);
     ck_assert_uint_eq(istats().curr_items, 0);
 }
@@ -1366,7 +1366,7 @@ START_TEST(test_stub_false_match_yields_to_the_key)
         item_release(it);
     }
     /* A delete takes every match: the stub does not come back as mate. */
-    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete(mate, strlen(mate), NULL, NULL), ITEM_OK);
     expect_absent(mate);
     ck_assert_uint_eq(istats().curr_items, 0);
 }

@@ -204,7 +204,7 @@ START_TEST(test_release_frees_every_chunk)
         } else {
             ck_assert_int_eq(item_store(it, ITEM_OP_SET, 0), ITEM_OK);
             item_release(it);
-            ck_assert_int_eq(item_delete("a", 1, NULL), ITEM_OK);
+            ck_assert_int_eq(item_delete("a", 1, NULL, NULL), ITEM_OK);
         }
         ck_assert_uint_eq(slab_class_free(top), top_free);
         ck_assert_uint_eq(slab_class_free(hcls), head_free);
@@ -219,7 +219,7 @@ START_TEST(test_held_value_outlives_delete)
     item_release(it);
     struct item *held = item_get("h", 1, false, 0, NULL);
     ck_assert_ptr_nonnull(held);
-    ck_assert_int_eq(item_delete("h", 1, NULL), ITEM_OK);
+    ck_assert_int_eq(item_delete("h", 1, NULL, NULL), ITEM_OK);
     /* New chained items may not take the held one's chunks. */
     for (int i = 0; i < 20; i++) {
         char key[16];
