@@ -645,6 +645,13 @@ check_consistency(void)
                 settings.maxbytes / 2);
         return -1;
     }
+    /* memcached 1.6.45 takes kilobytes, 1 to 1024; a larger number is bytes,
+     * as memcached 1.6.18 took it (1.6.45 refuses it). Converted once: the
+     * setting holds bytes from here on (`stats settings` shows bytes, as
+     * both do). */
+    if (settings.slab_chunk_max > 0 && settings.slab_chunk_max <= 1024) {
+        settings.slab_chunk_max *= 1024;
+    }
     if (settings.slab_chunk_max == 0) {
         settings.slab_chunk_max = settings.item_size_max;
     }
@@ -657,12 +664,6 @@ check_consistency(void)
     if (settings.item_size_max % settings.slab_chunk_max != 0) {
         fprintf(stderr, "slabcache: -I (item_size_max: %ld) must be evenly divisible by "
                 "slab_chunk_max (bytes: %ld)\n", settings.item_size_max, settings.slab_chunk_max);
-        return -1;
-    }
-    if (settings.slab_chunk_max < 512) {
-        fprintf(stderr, "slabcache: slab_chunk_max (bytes: %ld) must be at least 512: a "
-                "chained item's head (header, key of 250 bytes) fits one chunk\n",
-                settings.slab_chunk_max);
         return -1;
     }
     if (settings.chunk_min >= settings.item_size_max / 2) {

@@ -47,7 +47,6 @@ ALLOWED="
 metaget.t
 binary.t
 chunked-items.t
-item_size_max.t
 ascii-auth.t
 binary-sasl.t
 ssl_cert_refresh.t
@@ -128,7 +127,8 @@ slabs_reassign.t stats.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
 # as 1.6.45 (its suite runs them, test_mc_suite_newest.sh):
 #   shutdown.t               "SERVER_ERROR: shutdown not enabled" (1.6.18: "ERROR: ...")
-SUPERSEDED="shutdown.t"
+#   item_size_max.t          slab_chunk_max=1024 with -I 1024: 1.6.45 reads kilobytes
+SUPERSEDED="item_size_max.t shutdown.t"
 # EXCLUDED, the issue's exceptions, with reasons:
 #   binary-extstore.t        extstore
 #   chunked-extstore.t       extstore
@@ -150,7 +150,8 @@ whitespace.t"
 # MC_SRC its source from scripts/build-memcached-newest.sh) has lists of its own.
 if [ "${MC_SUITE_RELEASE:-}" = newest ]; then
 ALLOWED="
-00-startup.t ascii-auth2.t binary-get.t binary-sasl.t bogus-commands.t daemonize.t dash-M.t
+00-startup.t ascii-auth2.t binary.t binary-get.t binary-sasl.t bogus-commands.t chunked-items.t
+daemonize.t dash-M.t item_size_max.t
 evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192.t
 issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_68.t issue_70.t
@@ -160,10 +161,9 @@ ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
-#   ascii-auth.t, binary.t, cas.t, chunked-items.t, item_size_max.t, metaget.t,
-#   slabs-cas.t              1.6.45's answers to short command lines
-#                            (CLIENT_ERROR bad command line format) and
-#                            slab_chunk_max in kilobytes
+#   ascii-auth.t, cas.t, metaget.t, slabs-cas.t
+#                            1.6.45's answers to short command lines
+#                            (CLIENT_ERROR bad command line format)
 #   conn-limits.t            -o read_buf_mem_limit
 #   dyn-maxbytes.t, slabs-reassign2.t, slabs-reassign-chunked.t, slabs-mover.t
 #                            the page mover's knobs and counters
@@ -176,8 +176,8 @@ ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.
 #   restart.t                -e restart file (warm restart)
 #   ssl_ports.t              -l mtls:ADDR (TLS on some listeners only)
 #   stats.t                  1.6.45's exact `stats` field set
-NOT_YET="64bit.t ascii-auth.t binary.t cas.t chunked-items.t conn-limits.t dyn-maxbytes.t
-issue_163.t issue_22.t issue_42.t issue_67.t item_size_max.t lru-crawler.t lru-maintainer.t
+NOT_YET="64bit.t ascii-auth.t cas.t conn-limits.t dyn-maxbytes.t
+issue_163.t issue_22.t issue_42.t issue_67.t lru-crawler.t lru-maintainer.t
 lru.t metaget.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
 slabs-reassign2.t slabs_reassign.t ssl_ports.t stats-conns.t stats.t udp.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
