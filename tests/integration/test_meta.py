@@ -54,6 +54,18 @@ def close(a, b):
     return len(a) == len(b) and all(abs(x - y) <= 1 for x, y in zip(a, b))
 
 
+def ttls_like_memcached(lines):
+    """The replies of the server under test to lines, checked against
+    memcached's: the same, with TTLs within a second."""
+    ref, _ = session(REF, lines)
+    oth, _ = session(None, lines)
+    for i, (a, b) in enumerate(zip(ref, oth)):
+        check(close(ttls(a), ttls(b)) and re.sub(rb"-?\d+", b"#", a) ==
+              re.sub(rb"-?\d+", b"#", b),
+              "line %r: memcached %r, other %r" % (lines[i], a, b))
+    return oth
+
+
 @test
 def t_before_and_after_T():
     lines = [b"ms k 1 T100\r\nx\r\n", b"mg k t T500\r\n", b"mg k T600 t\r\n",
@@ -61,12 +73,7 @@ def t_before_and_after_T():
              b"mg new2 T600 N300 t\r\n",
              b"ma n N0 J1 T200 t\r\n", b"ma n t T700\r\n", b"ma n t\r\n",
              b"ma m T700 N50 t\r\n"]
-    ref, _ = session(REF, lines)
-    oth, _ = session(None, lines)
-    for i, (a, b) in enumerate(zip(ref, oth)):
-        check(close(ttls(a), ttls(b)) and re.sub(rb"-?\d+", b"#", a) ==
-              re.sub(rb"-?\d+", b"#", b),
-              "line %r: memcached %r, other %r" % (lines[i], a, b))
+    oth = ttls_like_memcached(lines)
     # and the TTLs are the ones meant, not merely equal to memcached's
     check(close(ttls(oth[1]), [100]), "t before T: the old TTL: %r" % oth[1])
     check(close(ttls(oth[2]), [600]), "t after T: the new TTL: %r" % oth[2])
@@ -85,12 +92,7 @@ def t_before_N_on_a_vivified_item():
     1.6.18 and 1.6.45; slabcache showed the N's TTL either way)."""
     lines = [b"mg v1 t N100 v\r\n", b"mg v2 N100 t\r\n",
              b"ma c1 t N100\r\n", b"ma c2 N100 t\r\n", b"mg v1 t\r\n"]
-    ref, _ = session(REF, lines)
-    oth, _ = session(None, lines)
-    for i, (a, b) in enumerate(zip(ref, oth)):
-        check(close(ttls(a), ttls(b)) and re.sub(rb"-?\d+", b"#", a) ==
-              re.sub(rb"-?\d+", b"#", b),
-              "line %r: memcached %r, other %r" % (lines[i], a, b))
+    oth = ttls_like_memcached(lines)
     wanted = [[-1], [100], [-1], [100], [100]]
     for i, w in enumerate(wanted):
         check(close(ttls(oth[i]), w), "%r: %r, wanted t%d" % (lines[i], oth[i], w[0]))
