@@ -32,7 +32,6 @@
 #define PART_BITS 10
 #define PART_MASK (ASSOC_PARTITIONS - 1)
 #define PART_MIN_POWER 4
-#define PART_MAX_GROWS (32 - PART_BITS)
 
 _Static_assert((1u << PART_BITS) == ASSOC_PARTITIONS, "partition bits");
 
@@ -41,9 +40,17 @@ struct partition {
     uint32_t       *buckets;    /* slab handles: half a pointer each */
     uint32_t        power;      /* 2^power buckets */
     uint32_t        count;
-    uint32_t        nretired;
-    uint32_t       *retired[PART_MAX_GROWS];  /* arrays replaced by grows */
 } __attribute__((aligned(64)));
+
+/*
+ * Arrays replaced by doublings, kept until teardown (a reader without the
+ * lock may still hold one). One list for every partition, so that a
+ * partition is one cache line: the 1,024 of them are touched at setup.
+ */
+static uint32_t      **retired;
+static size_t          nretired;
+static size_t          retired_cap;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static struct partition parts[ASSOC_PARTITIONS];
 static _Atomic uint64_t total_buckets;
@@ -80,7 +87,6 @@ assoc_setup(uint32_t hashpower)
         pthread_mutex_init(&p->lock, NULL);
         p->power = power;
         p->count = 0;
-        p->nretired = 0;
         p->buckets = calloc((size_t)1 << power, sizeof(*p->buckets));
         if (p->buckets == NULL) {
             return -1;
@@ -98,12 +104,38 @@ assoc_teardown(void)
     for (size_t i = 0; i < ASSOC_PARTITIONS; i++) {
         free(parts[i].buckets);
         parts[i].buckets = NULL;
-        for (uint32_t r = 0; r < parts[i].nretired; r++) {
-            free(parts[i].retired[r]);
-        }
-        parts[i].nretired = 0;
         pthread_mutex_destroy(&parts[i].lock);
     }
+    for (size_t r = 0; r < nretired; r++) {
+        free(retired[r]);
+    }
+    free(retired);
+    retired = NULL;
+    nretired = retired_cap = 0;
+}
+
+/* Keep a replaced array until teardown; false if the list cannot grow. */
+static bool
+retire(uint32_t *old)
+{
+    bool ok = true;
+
+    pthread_mutex_lock(&retired_lock);
+    if (nretired == retired_cap) {
+        size_t cap = retired_cap > 0 ? retired_cap * 2 : ASSOC_PARTITIONS;
+        uint32_t **r = realloc(retired, cap * sizeof(*r));
+        if (r == NULL) {
+            ok = false;
+        } else {
+            retired = r;
+            retired_cap = cap;
+        }
+    }
+    if (ok) {
+        retired[nretired++] = old;
+    }
+    pthread_mutex_unlock(&retired_lock);
+    return ok;
 }
 
 void
@@ -191,11 +223,16 @@ partition_grow(struct partition *p)
     uint32_t new_power = p->power + 1;
     uint32_t *nb;
 
-    if (new_power + PART_BITS > 32 || p->nretired == PART_MAX_GROWS) {
+    if (new_power + PART_BITS > 32) {
         return;                 /* hash bits exhausted */
     }
     nb = calloc((size_t)old_n * 2, sizeof(*nb));
     if (nb == NULL) {
+        return;
+    }
+    /* Kept from here on (freed at teardown), live until nb replaces it. */
+    if (!retire(p->buckets)) {
+        free(nb);
         return;
     }
     for (uint32_t b = 0; b < old_n; b++) {
@@ -210,7 +247,6 @@ partition_grow(struct partition *p)
             h = next;
         }
     }
-    p->retired[p->nretired++] = p->buckets;
     __atomic_store_n(&p->buckets, nb, __ATOMIC_RELEASE);
     __atomic_store_n(&p->power, new_power, __ATOMIC_RELEASE);
     atomic_fetch_add(&total_buckets, old_n);
