@@ -266,12 +266,13 @@ size_t proto_compose_stat(char *buf, size_t cap, const char *name,
                           const char *value);            /* "STAT n v\r\n" */
 size_t proto_compose_line(char *buf, size_t cap, const char *text); /* "t\r\n" */
 /* One `lru_crawler metadump` line (ends in "\n" only, as memcached's):
- * "key=K exp=E la=L cas=C fetch=yes|no cls=N size=S"; the key is
- * URI-encoded, exp is -1 for never. */
+ * "key=K exp=E la=L cas=C fetch=yes|no cls=N size=S flags=F \n" (memcached
+ * 1.6.45's, the space before the newline too); the key is URI-encoded, exp
+ * is -1 for never. */
 size_t proto_compose_metadump(char *buf, size_t cap, const char *key,
                               size_t nkey, int64_t exp, uint64_t la,
                               uint64_t cas, bool fetched, unsigned cls,
-                              uint64_t size);
+                              uint64_t size, uint32_t flags);
 /* memcached's URI encoding of a key (all but [A-Za-z0-9._~-] as %XX),
  * NUL-terminated; 0 if cap is too small. At most 3 * n + 1 bytes. */
 size_t proto_uri_encode(char *buf, size_t cap, const char *key, size_t nkey);

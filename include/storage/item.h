@@ -566,6 +566,7 @@ struct item_dump {
     rel_time_t time;            /* last store (the CLOCK's access time) */
     uint64_t   cas;
     uint32_t   vlen;            /* value bytes */
+    uint32_t   flags;           /* client flags */
     size_t     total;           /* header + key + value */
     /* A flash item: its stub keeps no key, so key is not filled in (nkey
      * is its length); item_dump_read_init() sets up the read of its

@@ -116,7 +116,7 @@ dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap
         return proto_compose_metadump(line, cap, it->key, it->nkey,
                                       it->exptime ? (int64_t)clock_unix(it->exptime) : -1,
                                       (uint64_t)clock_unix(it->time), it->cas,
-                                      it->fetched, it->cls, it->total);
+                                      it->fetched, it->cls, it->total, it->flags);
     }
     return proto_compose_cachedump(line, cap, it->key, it->nkey, it->vlen,
                                    it->exptime ? (uint64_t)clock_unix(it->exptime) : 0);
@@ -158,6 +158,9 @@ dump_start(struct dispatch_ctx *d, bool meta, uint64_t left)
     d->dump.meta = meta;
     d->dump.left = left;
     d->dump.cur = (struct item_cursor){ 0, 0 };
+    if (meta) {
+        dispatch_reply(d, PROTO_RSP_OK);    /* memcached 1.6.45 opens a metadump so */
+    }
     return dispatch_dump_more(d);
 }
 

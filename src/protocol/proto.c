@@ -837,7 +837,7 @@ out_uri(struct out *o, const char *s, size_t n)
 size_t
 proto_compose_metadump(char *buf, size_t cap, const char *key, size_t nkey,
                        int64_t exp, uint64_t la, uint64_t cas, bool fetched,
-                       unsigned cls, uint64_t size)
+                       unsigned cls, uint64_t size, uint32_t flags)
 {
     struct out o = {buf, cap, 0, false};
 
@@ -858,7 +858,9 @@ proto_compose_metadump(char *buf, size_t cap, const char *key, size_t nkey,
     out_u64(&o, cls);
     out_mem(&o, " size=", 6);
     out_u64(&o, size);
-    out_mem(&o, "\n", 1);
+    out_mem(&o, " flags=", 7);
+    out_u64(&o, flags);
+    out_mem(&o, " \n", 2);
     return o.overflow ? 0 : o.len;
 }
 

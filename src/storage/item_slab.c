@@ -425,6 +425,7 @@ dump_visit(struct item *it, uint32_t hv, uint8_t cls, rel_time_t now, void *ctx)
     out->time = it->time;
     out->cas = item_cas(it);
     out->vlen = item_vlen(it);
+    out->flags = it->flags;
     out->total = item_ntotal(it);
     return true;
 }

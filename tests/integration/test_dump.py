@@ -20,7 +20,7 @@ from sclib import (Server, test, run_all, check, eq, require_binary,  # noqa
 
 MEMCACHED_TOOL = "/usr/share/memcached/scripts/memcached-tool"
 META_RE = re.compile(r"^key=(\S+) exp=(-1|\d+) la=\d+ cas=\d+ "
-                     r"fetch=(yes|no) cls=\d+ size=\d+$")
+                     r"fetch=(yes|no) cls=\d+ size=\d+ flags=(\d+) $")
 
 
 def store_many(c, n, prefix="k"):
@@ -32,10 +32,19 @@ def store_many(c, n, prefix="k"):
     return keys
 
 
-def read_metadump(c):
+def read_metadump(c, opened=True):
     """Lines up to END; metadump's lines end in "\\n", cachedump's "\\r\\n".
-    Bytes after END stay in the client's buffer for the next reads."""
+    A metadump opens with "OK" (memcached 1.6.45), checked and dropped;
+    cachedump's listing does not (opened=False). Bytes after END stay in
+    the client's buffer for the next reads."""
     data, c.buf = c.buf, b""
+    if opened:
+        while len(data) < 4:
+            chunk = c.sock.recv(1 << 20)
+            check(chunk, "connection closed before the dump")
+            data += chunk
+        check(data.startswith(b"OK\r\n"), "metadump opens with OK: %r" % data[:40])
+        data = data[4:]
     while True:
         end = 0 if data.startswith(b"END\r\n") else data.find(b"\nEND\r\n") + 1
         if end > 0 or data.startswith(b"END\r\n"):
@@ -51,7 +60,7 @@ def read_metadump(c):
 def metadump_lists_every_live_item():
     with Server("-m", "64") as s, s.client(timeout=20) as c:
         keys = store_many(c, 20000)
-        eq(c.set("pct%key", "v", exptime=1000), "STORED")
+        eq(c.set("pct%key", "v", flags=42, exptime=1000), "STORED")
         c.get("k00001")
         c.send(b"lru_crawler metadump all\r\n")
         lines = read_metadump(c)
@@ -66,6 +75,8 @@ def metadump_lists_every_live_item():
         eq(found["k00002"].group(3), "no", "unfetched item")
         eq(found["k00002"].group(2), "-1", "no expiry")
         check(found["pct%key"].group(2) != "-1", "expiry shown")
+        eq((found["pct%key"].group(4), found["k00002"].group(4)), ("42", "0"),
+           "client flags")
         check("key=pct%25key " in "\n".join(lines), "key URI-encoded")
         # by class id, and the errors
         cls = re.search(r"cls=(\d+)", lines[0]).group(1)
@@ -88,14 +99,14 @@ def cachedump_of_a_class():
         eq(c.set("a", "x"), "STORED")
         eq(c.set("b", "xyz", exptime=1000), "STORED")
         c.send(b"stats cachedump 1 0\r\n")
-        lines = read_metadump(c)
+        lines = read_metadump(c, opened=False)
         # memcached lists one segment of its LRU, which a fresh item may
         # not have reached yet: the listing is checked on slabcache only.
         if not is_memcached():
             eq(sorted(l.split(" [")[0] for l in lines), ["ITEM a", "ITEM b"])
             check("ITEM a [1 b; 0 s]" in lines, "never-expiring: %r" % lines)
             c.send(b"stats cachedump 1 1\r\n")
-            eq(len(read_metadump(c)), 1, "limit")
+            eq(len(read_metadump(c, opened=False)), 1, "limit")
         eq(c.cmd("stats cachedump 1"), "CLIENT_ERROR bad command line")
         eq(c.cmd("stats cachedump x 1"), "CLIENT_ERROR bad command line format")
         eq(c.cmd("stats cachedump 300 1"), "CLIENT_ERROR Illegal slab id")
