@@ -21,6 +21,12 @@ Normalization before comparison: the cas field of VALUE lines, the text after
 "VERSION ", and any run of STAT lines (stats contents are server specific;
 both must answer STAT lines terminated by END).
 
+Elements wrapped in Newer(...) are answered as memcached 1.6.45 answers them,
+where 1.6.18 answered differently: they are compared with the newest memcached
+($MEMCACHED_NEWEST, default /opt/memcached-newest/bin/memcached, built by
+scripts/build-memcached-newest.sh) when it is installed, and not compared
+otherwise.
+
 Deliberately NOT compared (known deviation, see include/protocol/proto.h and
 test_commands.py slabcache_swallows_rejected_data_block): storage commands
 rejected while their length field parses (key > 250 bytes, non-numeric or
@@ -29,6 +35,7 @@ block as commands; slabcache swallows it.
 """
 
 import concurrent.futures
+import contextlib
 import os
 import re
 import select
@@ -49,6 +56,17 @@ FLAGS = ["-m", "64", "-I", "1m", "-t", "2"]
 
 class Sleep(float):
     """A session element: pause this many seconds (no bytes sent)."""
+
+
+class Newer(bytes):
+    """A session element whose answer memcached 1.6.45 changed; slabcache
+    answers as 1.6.45. Its reply is compared with the newest memcached's
+    ($MEMCACHED_NEWEST, default /opt/memcached-newest/bin/memcached, run
+    beside the others through the whole session) when that is installed,
+    and sent but not compared otherwise."""
+
+
+NEWEST = os.environ.get("MEMCACHED_NEWEST", "/opt/memcached-newest/bin/memcached")
 
 
 class Split:
@@ -209,7 +227,7 @@ SESSIONS = {
         b"get a\r\nquit\r\nget a\r\n",
     ],
     "shutdown_disabled": [
-        b"shutdown\r\nshutdown graceful\r\nshutdown extra\r\nversion\r\n",
+        Newer(b"shutdown\r\nshutdown graceful\r\nshutdown extra\r\nversion\r\n"),
     ],
     "unknown_and_empty": [
         b"foo\r\n", b"GET a\r\n", b"\r\n", b"\n", b"foo noreply\r\n",
@@ -548,14 +566,19 @@ def run_session(name, script, ref_bin, other_bin, other_args):
 def _run_session(name, script, ref_bin, other_bin, other_args, log):
     ref = Server(*FLAGS, binary=ref_bin)
     oth = Server(*(FLAGS + other_args), binary=other_bin)
-    with ref, oth:
+    newer = any(isinstance(el, Newer) for el in script) and os.access(NEWEST, os.X_OK)
+    new = Server(*FLAGS, binary=NEWEST if newer else ref_bin)
+    with ref, oth, contextlib.ExitStack() as stack:
         sides = [Side("memcached", ref), Side("other", oth)]
+        if newer:
+            stack.enter_context(new)
+            sides.append(Side("memcached newest", new))
         try:
             for idx, el in enumerate(script):
                 if isinstance(el, Sleep):
                     time.sleep(el)
                     continue
-                pre = [b"", b""]
+                pre = [b""] * len(sides)
                 if isinstance(el, Split):
                     desc = el.data
                     for i in range(0, len(el.data), el.size):
@@ -569,10 +592,15 @@ def _run_session(name, script, ref_bin, other_bin, other_args, log):
                     for k, sd in enumerate(sides):
                         if not sd.closed:
                             pre[k] += send_all(sd.sock, sd.prepare(el))
+                # The reply compared with the other side's: the newest
+                # memcached's for an element it answers differently, none
+                # when that one is not installed.
+                r = (2 if newer else None) if isinstance(el, Newer) else 0
                 res = read_both([sd.sock for sd in sides])
                 raws = [pre[k] + res[k][0] for k in range(len(sides))]
                 closed = [sd.closed or res[k][1] for k, sd in enumerate(sides)]
-                if (normalize(raws[0]), closed[0]) != (normalize(raws[1]), closed[1]):
+                if r is not None and (normalize(raws[r]), closed[r]) != \
+                        (normalize(raws[1]), closed[1]):
                     # A loaded machine (make check -j2) can hold a reply
                     # past IDLE: what differs is read once more, longer.
                     more = read_both([sd.sock for sd in sides], idle=SLOW_IDLE)
@@ -587,18 +615,18 @@ def _run_session(name, script, ref_bin, other_bin, other_args, log):
                     log.append("  [%s %d] %r\n    -> %r%s" % (
                         name, idx, desc[:120], replies[0][0][:300],
                         " (closed)" if replies[0][1] else ""))
-                if replies[0] != replies[1]:
+                if r is not None and replies[r] != replies[1]:
                     shown = desc if len(desc) <= 300 else (
                         desc[:150] + b"...<%d bytes>..." % len(desc)
                         + desc[-60:])
                     return False, (
                         "session %s, element %d differs\n"
                         "  sent:      %r\n"
-                        "  memcached: %r%s\n"
+                        "  %s: %r%s\n"
                         "  other:     %r%s" % (
-                            name, idx, shown,
-                            replies[0][0][:600],
-                            " (closed)" if replies[0][1] else "",
+                            name, idx, shown, sides[r].name,
+                            replies[r][0][:600],
+                            " (closed)" if replies[r][1] else "",
                             replies[1][0][:600],
                             " (closed)" if replies[1][1] else ""))
             for sd in sides:
