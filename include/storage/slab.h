@@ -176,7 +176,10 @@ void     slab_touch(uint32_t sid);           /* move accessed (coarse ms) */
  * slab_drain_finish() unassigns it (all chunks free) or
  * slab_drain_abort() gives its free chunks back to the class.
  */
-uint8_t      slab_drain_begin(uint32_t sid);     /* its class, or 0 */
+/* Its class, or 0: not assigned, already draining, or its class would be
+ * left with fewer than keep slabs not being drained (checked under the
+ * class's lock, so two drains at once cannot both take the last). */
+uint8_t      slab_drain_begin(uint32_t sid, uint32_t keep);
 void         slab_drain_abort(uint8_t cls, uint32_t sid);
 void         slab_drain_finish(uint8_t cls, uint32_t sid);
 uint32_t     slab_class_perslab(uint8_t cls);

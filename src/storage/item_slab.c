@@ -229,11 +229,29 @@ slab_unlink_chunk(uint8_t cls, uint32_t sid, struct item *it, rel_time_t now)
     return ok;
 }
 
+/*
+ * The slabs slab sid's class must keep if sid goes to cls (0: back to the
+ * system): its last one under the first-slab rule, unless cls is the class
+ * itself or a larger class of its group holds its items (the rule the
+ * policies apply, evict_slab_last_other; applied again here, under the
+ * class's lock, for two drains at once).
+ */
+static uint32_t
+slabs_to_keep(uint32_t sid, uint8_t cls)
+{
+    struct slab_info info;
+
+    if (!slab_table_info(sid, &info) || info.cls == 0) {
+        return 0;               /* unassigned: slab_drain_begin() refuses it */
+    }
+    return slab_first_past_limit() && info.cls != cls && !item_class_homed(info.cls) ? 1 : 0;
+}
+
 /* Empty slab sid and unassign it (item_slab_evict's work but the carve). */
 static item_slab_status_t
-slab_empty(uint32_t sid)
+slab_empty(uint32_t sid, uint8_t cls)
 {
-    uint8_t vcls = slab_drain_begin(sid);
+    uint8_t vcls = slab_drain_begin(sid, slabs_to_keep(sid, cls));
 
     if (vcls == 0) {
         return ITEM_SLAB_UNOWNED;
@@ -257,7 +275,7 @@ slab_empty(uint32_t sid)
 item_slab_status_t
 item_slab_evict(uint32_t sid, uint8_t cls)
 {
-    item_slab_status_t st = slab_empty(sid);
+    item_slab_status_t st = slab_empty(sid, cls);
 
     if (st == ITEM_SLAB_OK) {
         /* The slab belongs to no class now; nobody else can reach it. */
@@ -269,7 +287,7 @@ item_slab_evict(uint32_t sid, uint8_t cls)
 item_slab_status_t
 item_slab_release(uint32_t sid)
 {
-    item_slab_status_t st = slab_empty(sid);
+    item_slab_status_t st = slab_empty(sid, 0);
 
     if (st == ITEM_SLAB_OK) {
         slab_release(sid);

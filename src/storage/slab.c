@@ -44,6 +44,7 @@ struct slab_class {
     uint32_t       *sids;       /* the class's slabs, in no order */
     uint32_t        hand_pos;   /* CLOCK hand: index into sids ... */
     uint32_t        hand_idx;   /* ... and chunk within that slab */
+    uint32_t        ndraining;  /* of nslabs, being drained (under the lock) */
     uint64_t        slabs_evicted;
     uint64_t        slabs_gained;
 } __attribute__((aligned(64)));
@@ -797,7 +798,7 @@ slab_detach_locked(struct slab_class *c, struct slab *s, uint32_t sid)
 }
 
 uint8_t
-slab_drain_begin(uint32_t sid)
+slab_drain_begin(uint32_t sid, uint32_t keep)
 {
     uint8_t cls = slab_lock_owner(sid);
 
@@ -806,10 +807,12 @@ slab_drain_begin(uint32_t sid)
     }
     struct slab_class *c = &classes[cls];
     struct slab *s = table_entry(sid);
-    if (atomic_load(&s->draining)) {
+    uint32_t n = atomic_load_explicit(&c->nslabs, memory_order_relaxed);
+    if (atomic_load(&s->draining) || n - c->ndraining < keep + 1) {
         pthread_mutex_unlock(&c->lock);
-        return 0;               /* another thread is emptying it */
+        return 0;               /* another thread is emptying it, or too few left */
     }
+    c->ndraining++;
     atomic_store(&s->draining, true);
     for (uint32_t i = 0; i < c->perslab; i++) {
         struct item *it = chunk_at(c, sid, i);
@@ -830,6 +833,7 @@ slab_drain_abort(uint8_t cls, uint32_t sid)
 
     pthread_mutex_lock(&c->lock);
     atomic_store(&s->draining, false);
+    c->ndraining--;
     for (uint32_t i = 0; i < c->perslab; i++) {
         struct item *it = chunk_at(c, sid, i);
         if (item_iflags(it) & ITEM_FREE) {
@@ -851,6 +855,7 @@ slab_drain_finish(uint8_t cls, uint32_t sid)
         assert(item_iflags(it) == ITEM_FREE && item_refcount(it) == 0);
         item_iflags_reset(it, 0);
     }
+    c->ndraining--;
     slab_detach_locked(c, s, sid);
     pthread_mutex_unlock(&c->lock);
 }

@@ -1214,7 +1214,7 @@ START_TEST(test_lru_skips_a_draining_slab)
 
     fill_small("a");
     ck_assert_int_eq(evict_configure("lru", 3), 0);
-    ck_assert_uint_eq(slab_drain_begin(0), a);
+    ck_assert_uint_eq(slab_drain_begin(0, 0), a);
     for (int i = 0; i < 20; i++) {
         char key[16];
         snprintf(key, sizeof(key), "new%d", i);

@@ -487,6 +487,34 @@ START_TEST(test_slab_past_limit_on_small_pages)
 END_TEST
 
 /*
+ * A drain can be told to leave its class some slabs (the first-slab rule:
+ * another class's last slab stays). Counted under the class's lock with
+ * the drains under way, so two drains at once cannot both take the last.
+ */
+START_TEST(test_drain_leaves_the_slabs_asked)
+{
+    uint32_t s0, s1, sid;
+    uint32_t per = cstats(1).chunks_per_page;
+
+    ck_assert_ptr_nonnull(slab_alloc(1, &s0));
+    for (uint32_t i = 1; i <= per; i++) {
+        ck_assert_ptr_nonnull(slab_alloc(1, &s1));
+    }
+    ck_assert_uint_ne(s0, s1);
+    ck_assert_uint_eq(cstats(1).total_pages, 2);
+    ck_assert_uint_eq(slab_drain_begin(s0, 1), 1);      /* one left */
+    ck_assert_uint_eq(slab_drain_begin(s1, 1), 0);      /* would leave none */
+    ck_assert_uint_eq(slab_drain_begin(s1, 0), 1);      /* no slab to keep */
+    slab_drain_abort(1, s1);
+    slab_drain_abort(1, s0);
+    ck_assert_uint_eq(slab_drain_begin(s1, 1), 1);      /* s0 is back */
+    slab_drain_abort(1, s1);
+    ck_assert_uint_eq(slab_drain_begin(s1, 2), 0);
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));         /* free chunks back too */
+}
+END_TEST
+
+/*
  * A released slab leaves slab_malloced() and its pages go back (they read
  * as zeros again); it waits in the pool, and the next slab carved is it:
  * the table does not grow while the pool holds one.
@@ -503,7 +531,7 @@ START_TEST(test_released_slab_reused_before_table_grows)
     unsigned char *byte = (unsigned char *)slab_chunk(s0, 0) + 40;
     *byte = 0xab;
     slab_free(1, s0, a);
-    ck_assert_uint_eq(slab_drain_begin(s0), 1);
+    ck_assert_uint_eq(slab_drain_begin(s0, 0), 1);
     slab_drain_finish(1, s0);
     ck_assert_uint_eq(cstats(1).total_pages, 0);
     size_t held = slab_malloced();
@@ -897,7 +925,7 @@ START_TEST(test_clock_hand_covers_class_slabs)
     }
     slab_unlock(cls);
     uint32_t mid = slab_sid_of(chunks[per]);
-    ck_assert_uint_eq(slab_drain_begin(mid), cls);
+    ck_assert_uint_eq(slab_drain_begin(mid, 0), cls);
     for (uint32_t i = per; i < 2 * per; i++) {
         slab_free(cls, mid, chunks[i]);
     }
@@ -941,7 +969,7 @@ START_TEST(test_clock_hand_follows_moved_slab)
     }
     slab_unlock(cls);
     uint32_t first = slab_sid_of(chunks[0]);
-    ck_assert_uint_eq(slab_drain_begin(first), cls);
+    ck_assert_uint_eq(slab_drain_begin(first, 0), cls);
     for (uint32_t i = 0; i < per; i++) {
         slab_free(cls, first, chunks[i]);
     }
@@ -1056,6 +1084,7 @@ slab_suite(void)
     tcase_add_test(tc, test_reserve_comes_out_of_the_limit);
     tcase_add_test(tc, test_slab_past_limit_on_small_pages);
     tcase_add_test(tc, test_released_slab_reused_before_table_grows);
+    tcase_add_test(tc, test_drain_leaves_the_slabs_asked);
     suite_add_tcase(s, tc);
     return s;
 }
