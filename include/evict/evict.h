@@ -130,15 +130,15 @@ bool            evict_auto_first(uint8_t cls, uint32_t *freed);
  * or the only one of a class whose items a larger class of its group
  * holds) goes back to the system, not to another class. The slabs settle
  * at the room or at one per group of sizes in use, whichever is more. A
- * few slabs per call.
+ * few slabs per call: the caller is an allocation.
  */
 void            evict_auto_trim(void);
 /*
  * evict_auto_trim() if the stack moves slabs (a slab-level policy in it)
- * and the slabs exceed the room. Once a second, from the server's clock
- * (main.c): memory goes back at a background pace, off the allocation
- * path, also past a lowered cache_memlimit with nothing stored (memcached
- * frees pages to the system there too).
+ * and the slabs exceed the room. After every eviction run, and once a
+ * second from the server's clock, so memory past a lowered cache_memlimit
+ * goes back with no allocation asking (memcached frees pages to the
+ * system there too).
  */
 void            evict_give_back(void);
 /* Slabs the measured allocator moved. */

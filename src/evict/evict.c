@@ -344,8 +344,13 @@ evict_give_back(void)
 static evict_rstatus_t
 stack_run(uint8_t cls, uint32_t batch, uint32_t *freed, bool items_only)
 {
-    return stack_walk(atomic_load_explicit(&current, memory_order_acquire), cls, batch,
-                      freed, items_only);
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+    evict_rstatus_t st = stack_walk(s, cls, batch, freed, items_only);
+
+    if (!items_only) {
+        evict_give_back();
+    }
+    return st;
 }
 
 evict_rstatus_t

@@ -1042,9 +1042,9 @@ END_TEST
 
 /*
  * Past the limit only first slabs stay: with -m lowered under what the
- * classes hold, the give-back (the server's clock) returns to the system,
- * not to another class, the slabs the measurement values least until the
- * slabs fit, and each class keeps one. Every item left is intact.
+ * classes hold, allocations give back to the system (not to another class)
+ * the slabs the measurement values least until the slabs fit, and each
+ * class keeps one. Every item left is intact.
  */
 START_TEST(test_auto_gives_back_slabs_past_the_limit)
 {
@@ -1061,7 +1061,6 @@ START_TEST(test_auto_gives_back_slabs_past_the_limit)
     for (uint32_t i = 100; i < 100 + 4 * slab_class_perslab(b); i++) {
         snprintf(key, sizeof(key), "b%u", i);
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
-        evict_give_back();                  /* the server's clock, once a second */
     }
     ck_assert_uint_eq(slab_malloced(), 3 * SLAB_SZ);
     ck_assert_uint_eq(slab_pool_count(), NSLABS - 3);
