@@ -451,12 +451,10 @@ main(int argc, char **argv)
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return EXIT_FAILURE;
     }
-    /* -m bounds the measurement too, in whole slabs: slabs get -m less
-     * the whole slabs its budget fills (rounded down: at -m 8 a slab for
-     * its 84 KB would be an eighth of the cache). */
+    /* -m bounds the measurement too (slab_room: in whole slabs). */
     struct sizing_state sz;
     sizing_state(&sz);
-    slab_set_reserve(sz.budget / slab_size() * slab_size());
+    slab_set_reserve(sz.budget);
     item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     stats_set_conn_figures(CONN_RBUF_SIZE, reserved_fds());

@@ -107,16 +107,17 @@ void           slab_teardown(void);
 uint8_t  slab_clsid(size_t size);
 /*
  * The class such an item is allocated in: its own, unless memory is at
- * the limit and its own class has no slab. Chunk sizes are grouped by
- * factors of SLAB_SHARE (memcached's default spacing between classes)
- * from the smallest class; the item then goes to the nearest larger class
+ * the limit and its own class has no slab. Classes are grouped by
+ * memcached's classes at its defaults (its 48-byte header plus -n, then
+ * SLAB_SHARE times the one before): a class belongs to the one its
+ * smallest item fits. The item then goes to the nearest larger class
  * that has a slab, within its own class's group or SLAB_SHARE times the
  * item, and with none, to the group's largest class, whose first slab is
  * granted past the limit (the first-slab rule). Past the limit a cache
- * thus carves at most one first slab per group, about as many as memcached
- * has classes at its default -f, whatever -f is; below it, every class
+ * thus carves at most one first slab per group, no more than memcached
+ * carves pages for the same sizes, whatever -f is; below it, every class
  * carves its own. An item so placed takes a chunk at most about SLAB_SHARE
- * times its own class's (memcached's worst case at its spacing).
+ * times its own class's chunk times -f.
  */
 #define SLAB_SHARE 1.25
 uint8_t  slab_clsid_alloc(size_t size);
@@ -244,11 +245,14 @@ bool     slab_grow_first(uint8_t cls);
 void     slab_set_limit(size_t maxbytes);
 size_t   slab_limit(void);
 /*
- * Bytes within the limit held by bookkeeping that grows with it (the
- * eviction layer's measurement, sizing.h): slabs get the limit less this,
- * so that -m bounds both. slab_room() is what slabs get.
+ * Bytes within the limit held by the cache's bookkeeping: the eviction
+ * layer's measurement (sizing.h), set once, and what grows with the items
+ * (the probation FIFOs, booked as they resize). Slabs get the limit less
+ * the whole slabs these fill, so that -m bounds all of it; slab_room() is
+ * what slabs get.
  */
 void     slab_set_reserve(size_t bytes);
+void     slab_book(int64_t delta);
 size_t   slab_room(void);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 

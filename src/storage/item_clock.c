@@ -323,18 +323,30 @@ probation_quota(uint8_t cls)
     return q > 0 ? (uint32_t)q : 1;
 }
 
+/* Slot of the FIFO's i-th entry from its head (i < prob_cap). */
 static uint32_t
-pow2_at_least(uint64_t n)
+probation_slot(const struct item_class_state *l, uint32_t i)
 {
-    uint32_t cap = PROBATION_MIN_CAP;
+    uint32_t at = l->prob_head + i;
 
-    while (cap < n && cap < (1u << 31)) {
-        cap <<= 1;
-    }
-    return cap;
+    return at < l->prob_cap ? at : at - l->prob_cap;
 }
 
-/* Class lock held; cap a power of two >= prob_count. False on malloc
+/* Entries the ring grows to next: twice as many, at most one per chunk
+ * (exact, not a power of two: the FIFO is booked inside -m). */
+static uint32_t
+probation_grown(uint8_t cls, uint32_t cap)
+{
+    uint64_t want = cap > 0 ? 2 * (uint64_t)cap : PROBATION_MIN_CAP;
+    uint64_t most = class_chunks(cls);
+
+    if (want > most) {
+        want = most > cap ? most : cap;
+    }
+    return want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
+}
+
+/* Class lock held; cap >= prob_count. False on malloc
  * failure (the ring is unchanged). */
 static bool
 probation_resize(struct item_class_state *l, uint32_t cap)
@@ -345,17 +357,11 @@ probation_resize(struct item_class_state *l, uint32_t cap)
         return false;
     }
     for (uint32_t i = 0; i < l->prob_count; i++) {
-        r[i] = l->prob[(l->prob_head + i) & (l->prob_cap - 1)];
+        r[i] = l->prob[probation_slot(l, i)];
     }
-    if (cap > l->prob_cap) {
-        atomic_fetch_add_explicit(&probation_bytes,
-                                  (uint64_t)(cap - l->prob_cap) * sizeof(*r),
-                                  memory_order_relaxed);
-    } else {
-        atomic_fetch_sub_explicit(&probation_bytes,
-                                  (uint64_t)(l->prob_cap - cap) * sizeof(*r),
-                                  memory_order_relaxed);
-    }
+    int64_t delta = ((int64_t)cap - (int64_t)l->prob_cap) * (int64_t)sizeof(*r);
+    atomic_fetch_add_explicit(&probation_bytes, (uint64_t)delta, memory_order_relaxed);
+    slab_book(delta);
     free(l->prob);
     l->prob = r;
     l->prob_cap = cap;
@@ -399,9 +405,8 @@ item_probation_push(struct item *it)
 
     slab_lock(cls);
     if (l->prob_count == l->prob_cap) {
-        uint32_t most = pow2_at_least(class_chunks(cls));
-        if (l->prob_cap >= most ||
-            !probation_resize(l, l->prob_cap > 0 ? 2 * l->prob_cap : PROBATION_MIN_CAP)) {
+        uint32_t grown = probation_grown(cls, l->prob_cap);
+        if (grown <= l->prob_cap || !probation_resize(l, grown)) {
             if (l->prob_cap == 0) {
                 slab_unlock(cls);
                 return;
@@ -412,11 +417,11 @@ item_probation_push(struct item *it)
                 l->prob_owed < class_chunks(cls)) {
                 l->prob_owed++;
             }
-            l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
+            l->prob_head = probation_slot(l, 1);
             l->prob_count--;
         }
     }
-    uint32_t at = (l->prob_head + l->prob_count) & (l->prob_cap - 1);
+    uint32_t at = probation_slot(l, l->prob_count);
     l->prob[at] = (struct item_probation){ .handle = slab_handle(it),
                                            .tag = probation_tag(it),
                                            .tick = probation_tick(clock_now_ms()) };
@@ -440,7 +445,7 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
     for (int looks = 0; looks < PROBATION_LOOKS && freed < max &&
                         l->prob_count > 0 && l->prob_count >= quota; looks++) {
         struct item_probation e = l->prob[l->prob_head];
-        l->prob_head = (l->prob_head + 1) & (l->prob_cap - 1);
+        l->prob_head = probation_slot(l, 1);
         l->prob_count--;
         struct item *it = probation_item(cls, &e);
         uint32_t hv;
@@ -459,7 +464,7 @@ probation_evict(uint8_t cls, uint32_t max, rel_time_t now)
         freed++;
     }
     /* Back near its quota after a fill: give the memory back. */
-    uint32_t keep = pow2_at_least(2 * (uint64_t)quota);
+    uint32_t keep = 2 * quota > PROBATION_MIN_CAP ? 2 * quota : PROBATION_MIN_CAP;
     if (l->prob_cap > 2 * keep && l->prob_count < keep) {
         (void)probation_resize(l, keep);
     }
@@ -476,7 +481,7 @@ item_probation_teardown(void)
         item_classes[c].prob_owed = 0;
         item_classes[c].prob_hand_turn = false;
     }
-    atomic_store(&probation_bytes, 0);
+    slab_book(-(int64_t)atomic_exchange(&probation_bytes, 0));
 }
 
 uint64_t

@@ -34,7 +34,7 @@ struct item_class_state {
     _Atomic bool ttl_seen;          /* an item with an exptime was stored */
     /* The probation FIFO (item_clock.c), class lock held: a ring. */
     struct item_probation *prob;
-    uint32_t         prob_cap;      /* a power of two, or 0 */
+    uint32_t         prob_cap;      /* entries the ring holds, or 0 */
     uint32_t         prob_head;
     uint32_t         prob_count;
     uint64_t         prob_owed;     /* left the FIFO unjudged: the hand's first */

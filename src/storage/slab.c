@@ -54,6 +54,7 @@ struct slab_arena        slab_arena;
 static struct slab_class classes[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t  nempty;        /* assigned slabs with nothing handed out */
 static uint32_t          class_size[SLAB_CLASS_MAX + 1];  /* dense, for lookup */
+static uint8_t           class_group[SLAB_CLASS_MAX + 1]; /* share_groups() */
 static uint8_t           nclasses;
 static size_t            slab_bytes;
 
@@ -69,6 +70,7 @@ static _Atomic uint32_t  table_count;
 static pthread_mutex_t   table_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic size_t    mem_limit;
 static _Atomic size_t    mem_reserved;     /* slab_set_reserve() */
+static _Atomic int64_t   mem_booked;       /* slab_book() */
 static _Atomic size_t    mem_malloced;
 static uint32_t          pool_head;     /* released slabs (table lock), a stack */
 static _Atomic uint32_t  pool_count;
@@ -185,6 +187,8 @@ slab_setup(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_min,
     return slab_setup_chunked(maxbytes, slab_sz, factor, chunk_min, item_header, slab_sz);
 }
 
+static void share_groups(size_t chunk_min);
+
 /* Read by the next slab_setup*(); 0: none. */
 static size_t small_class;
 
@@ -248,8 +252,10 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
             return SLAB_ENOMEM;
         }
     }
+    share_groups(chunk_min);
     atomic_store(&mem_limit, maxbytes);
     atomic_store(&mem_reserved, 0);
+    atomic_store(&mem_booked, 0);
     atomic_store(&mem_malloced, 0);
     atomic_store(&table_count, 0);
     pool_head = SLAB_ID_NONE;
@@ -313,20 +319,32 @@ slab_clsid(size_t size)
 }
 
 /*
- * Chunk sizes fall in groups, each SLAB_SHARE times the one before, from
- * the smallest class up: the end of class c's group. Groups, not a window
- * around each item, so that classes coming up in any order share one
- * first slab per group.
+ * Chunk sizes fall in groups: memcached's classes at its default spacing
+ * for the same -n (its 48-byte item header plus -n, then SLAB_SHARE times
+ * the one before, aligned to 8). A class's group is the memcached class
+ * that its smallest item fits, so the group's largest class holds every
+ * item of that memcached class. On memcached's own grid, a load carves at
+ * most one first slab past the limit where memcached carves one page: a
+ * grid anchored at our smaller first chunk reached one group further up
+ * the same sizes. Groups, not a window around each item, so that classes
+ * coming up in any order share one first slab per group.
  */
-static double
-share_group_end(uint8_t c)
-{
-    double end = class_size[1];
+#define SHARE_HEADER 48
 
-    while (end <= class_size[c]) {
-        end *= SLAB_SHARE;
+static void
+share_groups(size_t chunk_min)
+{
+    size_t top = SHARE_HEADER + chunk_min;
+    uint8_t g = 0;
+
+    for (uint8_t c = 1; c <= nclasses; c++) {
+        size_t smallest = c > 1 ? class_size[c - 1] + 1u : 1u;
+        while (smallest > top) {
+            top = align_up((size_t)((double)top * SLAB_SHARE), 8);
+            g++;
+        }
+        class_group[c] = g;
     }
-    return end;
 }
 
 static bool
@@ -345,14 +363,15 @@ slab_clsid_alloc(size_t size)
     }
     /* Nearest larger class with a slab, within the group or SLAB_SHARE
      * times the item; with none, the group's largest class. */
-    double end = share_group_end(own), reach = (double)size * SLAB_SHARE;
-    double stop = end > reach ? end : reach;
+    double reach = (double)size * SLAB_SHARE;
     unsigned top = own;
-    for (unsigned c = own + 1u; c <= nclasses && class_size[c] < stop; c++) {
+    for (unsigned c = own + 1u; c <= nclasses &&
+                                (class_group[c] == class_group[own] || class_size[c] < reach);
+         c++) {
         if (class_has_slab(c)) {
             return (uint8_t)c;
         }
-        if (class_size[c] < end) {
+        if (class_group[c] == class_group[own]) {
             top = c;
         }
     }
@@ -362,9 +381,7 @@ slab_clsid_alloc(size_t size)
 bool
 slab_class_homed(uint8_t cls)
 {
-    double end = share_group_end(cls);
-
-    for (unsigned c = cls + 1u; c <= nclasses && class_size[c] < end; c++) {
+    for (unsigned c = cls + 1u; c <= nclasses && class_group[c] == class_group[cls]; c++) {
         if (class_has_slab(c)) {
             return true;
         }
@@ -1071,13 +1088,24 @@ slab_set_reserve(size_t bytes)
     atomic_store(&mem_reserved, bytes);
 }
 
+void
+slab_book(int64_t delta)
+{
+    atomic_fetch_add_explicit(&mem_booked, delta, memory_order_relaxed);
+}
+
+/* Whole slabs only: a slab given up for part of one would be an eighth of
+ * the cache at -m 8, for a few hundred KB. */
 size_t
 slab_room(void)
 {
     size_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
-    size_t reserved = atomic_load_explicit(&mem_reserved, memory_order_relaxed);
+    int64_t booked = atomic_load_explicit(&mem_booked, memory_order_relaxed);
+    size_t held = atomic_load_explicit(&mem_reserved, memory_order_relaxed) +
+                  (booked > 0 ? (size_t)booked : 0);
 
-    return limit > reserved ? limit - reserved : 0;
+    held -= held % slab_bytes;
+    return limit > held ? limit - held : 0;
 }
 
 size_t

@@ -92,6 +92,30 @@ def lru_keeps_recently_read_keys():
         check(int(c.stats()["evictions"]) > 0, "evictions happened")
 
 
+@test
+def probation_fifos_within_m():
+    """-m bounds the probation FIFOs too: each class keeps an 8-byte entry
+    for every item nobody has read yet, up to one per chunk, and slabs get
+    -m less the whole slabs those fill (slab_room). Small values nobody
+    reads: 300,000 of them in 80-byte chunks at -m 16. Before, the FIFO
+    (a power of two, 2 MB) came on top of 16 MB of slabs."""
+    slabcache_only()
+    mb = 1024 * 1024
+    with Server("-m", "16") as s, s.client(timeout=20) as c:
+        for start in range(0, 300000, 5000):
+            c.send(b"".join(b"set p%07d 0 0 10 noreply\r\n0123456789\r\n" % i
+                            for i in range(start, start + 5000)))
+        eq(c.get_multi(["p%07d" % 299999]).get("p0299999", (None,))[0], b"0123456789",
+           "the newest key")
+        st = c.stats()
+        check(int(st["evictions"]) > 0, "memory filled")
+        fifo, slabs = int(st["probation_bytes"]), int(st["total_malloced"])
+        print("  slabs %.2f MB, probation FIFOs %.2f MB" % (slabs / mb, fifo / mb))
+        check(fifo > 512 * 1024, "the FIFOs hold the unread items (%d bytes)" % fifo)
+        check(slabs + fifo < 17 * mb,
+              "slabs %d + FIFOs %d bytes: past -m 16 by a slab or more" % (slabs, fifo))
+
+
 def fill_without_eviction(*flags):
     with Server("-m", "8", *flags) as s, s.client(timeout=10) as c:
         n = TOTAL // VALUE_SIZE

@@ -89,14 +89,26 @@ ALL_SIZES = ",".join("%d:1" % int(20 * (10000 ** (i / 299.0))) for i in range(30
 SLAB_SHARE = 1.25           # include/storage/slab.h
 
 
-def slabs_under_all_sizes(memory):
-    """Slabs, classes holding them and groups of sizes among those, and RSS
-    in MB, after 6 s of every value size from 20 B to 200 KB at -m memory."""
+def memcached_class(size):
+    """memcached's class (0, 1, ...) at its defaults (-n 48, -f 1.25) that
+    an item of size bytes fits: slabcache's groups (slab.c)."""
+    top, k = 96, 0
+    while size > top:
+        top = int(top * SLAB_SHARE)
+        top += (8 - top % 8) % 8
+        k += 1
+    return k
+
+
+def slabs_under_all_sizes(memory, binary=None):
+    """Slabs, classes holding them, memcached's classes among those (a
+    class counts in the one its smallest item fits: a group), and RSS in
+    MB, after 6 s of every value size from 20 B to 200 KB at -m memory."""
     loadgen = os.environ.get("LOADGEN") or os.path.join(
         os.path.dirname(os.path.dirname(server_binary())), "bench", "loadgen")
     if not os.path.exists(loadgen):
         raise SkipCheck("loadgen not built")
-    with Server("-m", str(memory), "-t", "2") as s, s.client() as c:
+    with Server("-m", str(memory), "-t", "2", binary=binary) as s, s.client() as c:
         p = subprocess.run([loadgen, "--server", "127.0.0.1:%d" % s.port, "--conns", "4",
                             "--duration", "6", "--sizes", ALL_SIZES,
                             "--keys", str(max(20000, memory * 400)),
@@ -107,33 +119,35 @@ def slabs_under_all_sizes(memory):
         ids = sorted(int(k.split(":")[0]) for k in sl if k.endswith(":chunk_size"))
         chunk = {i: int(sl["%d:chunk_size" % i]) for i in ids}
         pages = {i: int(sl["%d:total_pages" % i]) for i in ids}
-        # groups of the classes holding slabs, from the smallest class up
-        ends, groups = [float(chunk[ids[0]])], set()
-        for i in ids:
-            while ends[-1] <= chunk[i]:
-                ends.append(ends[-1] * SLAB_SHARE)
+        groups = set()
+        for n, i in enumerate(ids):
             if pages[i] > 0:
-                groups.add(len(ends))
+                groups.add(memcached_class(chunk[ids[n - 1]] + 1 if n > 0 else 1))
         total = sum(pages.values())
         holding = sum(1 for i in ids if pages[i])
         rss = sclib.rss_kb(s.pid) // 1024
-        print("  -m %d: %d slabs in %d classes, %d groups, %s in the pool; RSS %d MB"
-              % (memory, total, holding, len(groups), c.stats()["slab_global_page_pool"], rss))
+        print("  %s -m %d: %d slabs in %d classes, %d groups, %s in the pool; RSS %d MB"
+              % (os.path.basename(binary or "slabcache"), memory, total, holding,
+                 len(groups), c.stats().get("slab_global_page_pool", "-"), rss))
         return total, holding, len(groups), rss
 
 
 @test
 def first_slabs_past_the_limit_one_per_group_of_sizes():
     """At -m 8 under every value size from 20 B to 200 KB (about 100
-    classes at -f 1.08), memory is about one slab per group of chunk sizes
-    within SLAB_SHARE of each other (memcached's spacing), not one per
-    class (before: 99 first slabs, 108 MB of RSS, memcached 40 MB): a
-    group with no slab at the limit takes one that a class can spare (a
-    second slab, or the only slab of a class whose items a larger class of
-    its group can hold) before one is carved past -m. When it carved first,
-    the 8 slabs below the limit stayed with their classes: 42 slabs in 42
-    classes for 36 groups. One or two more than one per group remain when
-    the spare slabs are busy (values being sent) as a group asks."""
+    classes at -f 1.08), memory is about one slab per group of classes
+    (those whose smallest item fits one memcached class at its default
+    spacing), not one per class (before: 99 first slabs, 108 MB of RSS,
+    memcached 40 MB): a group with no slab at the limit takes one that a
+    class can spare (a second slab, or the only slab of a class whose
+    items a larger class of its group can hold) before one is carved past
+    -m. When it carved first, the 8 slabs below the limit stayed with their
+    classes: 42 slabs in 42 classes for 36 groups. One or two more than
+    one per group remain when the spare slabs are busy (values being sent)
+    as a group asks. The groups themselves are no more than the classes
+    memcached gives pages under the same load: grouped from slabcache's
+    own smaller first chunk, the same sizes spanned one group more (36
+    against memcached's 35 classes)."""
     slabcache_only()
     total, holding, groups, _ = slabs_under_all_sizes(8)
     check(holding <= groups + 2,
@@ -141,6 +155,11 @@ def first_slabs_past_the_limit_one_per_group_of_sizes():
           % (holding, groups))
     check(total <= groups + 2,
           "%d slabs at -m 8: more than one per group (%d groups)" % (total, groups))
+    if MEMCACHED is None:
+        raise SkipCheck("memcached not installed: groups not compared with its classes")
+    _, mc_classes, _, _ = slabs_under_all_sizes(8, MEMCACHED)
+    check(groups <= mc_classes,
+          "slabs at -m 8 in %d groups, memcached's pages in %d classes" % (groups, mc_classes))
 
 
 @test

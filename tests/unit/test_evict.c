@@ -348,9 +348,12 @@ START_TEST(test_first_slab_past_limit_when_none_can_spare)
         teardown();
         setup_with(NSLABS, policies[p]);
         slab_set_first_past_limit(true);
-        /* NSLABS classes with one slab each fill memory. */
+        /* NSLABS classes with one slab each fill memory, each in a group
+         * of its own (from the second class: the first class's items fit
+         * memcached's first, as the second's smallest do), so that none
+         * is homed. */
         uint8_t used[NSLABS];
-        uint32_t len = SMALL_LEN, n = 0;
+        uint32_t len = 2 * SMALL_LEN, n = 0;
         while (n < NSLABS) {
             uint8_t c = cls_of(len);
             if (n == 0 || c != used[n - 1]) {
@@ -359,12 +362,12 @@ START_TEST(test_first_slab_past_limit_when_none_can_spare)
                 ck_assert_uint_eq(slabs_of(c), 1);
                 used[n++] = c;
             }
-            len = len * 3 / 2;
+            len = len * 2;
         }
         ck_assert(slab_at_limit());
         uint8_t fresh = cls_of(len);
         while (fresh == used[NSLABS - 1]) {
-            len = len * 3 / 2;
+            len = len * 2;
             fresh = cls_of(len);
         }
         ck_assert_uint_ne(fresh, 0);

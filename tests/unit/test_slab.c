@@ -368,8 +368,9 @@ START_TEST(test_limit_caps_slabs)
 END_TEST
 
 /*
- * A reserve (the measurement's memory, sizing.h) comes out of the limit:
- * slabs get the rest, and the limit itself (limit_maxbytes) is unchanged.
+ * A reserve (the measurement's memory, sizing.h, and what slab_book()
+ * adds: the probation FIFOs) comes out of the limit in whole slabs: slabs
+ * get the rest, and the limit itself (limit_maxbytes) is unchanged.
  */
 START_TEST(test_reserve_comes_out_of_the_limit)
 {
@@ -379,7 +380,12 @@ START_TEST(test_reserve_comes_out_of_the_limit)
 
     slab_set_reserve(SLAB_SZ / 2);
     ck_assert_uint_eq(slab_limit(), MAXBYTES);
-    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ / 2);
+    ck_assert_uint_eq(slab_room(), MAXBYTES);           /* under a slab: none */
+    slab_book(SLAB_SZ / 2);
+    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ); /* together, one */
+    slab_book(SLAB_SZ);
+    ck_assert_uint_eq(slab_room(), MAXBYTES - 2 * SLAB_SZ);
+    slab_book(-(int64_t)SLAB_SZ);
     while (slab_alloc(last, &sid) != NULL) {
         n++;
     }
@@ -561,12 +567,31 @@ START_TEST(test_released_slab_reused_before_table_grows)
 }
 END_TEST
 
+/* memcached's class (0, 1, ...) at its default spacing for -n CHUNK_MIN
+ * that an item of size bytes fits: its 48-byte header plus -n, then
+ * SLAB_SHARE times the one before, aligned to 8. */
+static uint32_t
+memcached_class(size_t size)
+{
+    size_t top = 48 + CHUNK_MIN;
+    uint32_t k = 0;
+
+    while (size > top) {
+        top = (size_t)((double)top * SLAB_SHARE);
+        top += (8 - top % 8) % 8;
+        k++;
+    }
+    return k;
+}
+
 /*
  * At the limit, an item whose class has no slab goes to the nearest larger
  * class of its group with one, else to its group's largest class, whose
  * first slab is granted: fine classes (-f 1.08) then carve past the limit
- * at most one slab per group (chunk sizes within SLAB_SHARE), not one per
- * class. Below the limit every item keeps its own class.
+ * at most one slab per memcached class (a group: the classes whose
+ * smallest item fits one memcached class), not one per class. A grid
+ * anchored at our own smaller first chunk carved one more over the same
+ * sizes. Below the limit every item keeps its own class.
  */
 START_TEST(test_first_slabs_shared_by_groups)
 {
@@ -576,7 +601,6 @@ START_TEST(test_first_slabs_shared_by_groups)
     clock_setup();
     ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.08, CHUNK_MIN, hdr()), SLAB_OK);
     uint8_t n = slab_class_count(), last = n;
-    struct slab_class_stats first = cstats(1);
     for (size_t size = 40; size < cstats(n - 1).chunk_size; size += 37) {
         ck_assert_uint_eq(slab_clsid_alloc(size), slab_clsid(size));   /* memory to spare */
     }
@@ -584,26 +608,24 @@ START_TEST(test_first_slabs_shared_by_groups)
     }
     ck_assert(slab_at_limit());
     slab_set_first_past_limit(true);
-    uint32_t before = slab_table_count(), groups = 0;
-    double group_end = first.chunk_size;
+    uint32_t before = slab_table_count(), groups = 0, group = UINT32_MAX;
     for (uint8_t c = 1; c < last; c++) {
         size_t size = cstats(c).chunk_size;
-        if (size >= group_end) {
+        size_t smallest = c > 1 ? cstats(c - 1).chunk_size + 1 : 1;
+        if (memcached_class(smallest) != group) {
+            group = memcached_class(smallest);
             groups++;
-            while (group_end <= size) {
-                group_end *= SLAB_SHARE;
-            }
         }
         uint8_t at = slab_clsid_alloc(size);
         ck_assert_uint_ge(at, c);
-        ck_assert(cstats(at).chunk_size <= size * SLAB_SHARE * 1.08 + 8);
+        ck_assert(cstats(at).chunk_size <= size * SLAB_SHARE * 1.08 * 1.08 + 8);
         if (cstats(at).total_pages == 0) {
             ck_assert_ptr_nonnull(slab_alloc(at, &sid));    /* the group's first slab */
         }
         /* homed: a larger class of its group holds a slab */
         if (at == c) {
             ck_assert(!slab_class_homed(c));
-        } else if (cstats(at).chunk_size < group_end) {
+        } else if (memcached_class(cstats(at - 1).chunk_size + 1) == group) {
             ck_assert(slab_class_homed(c));
         }
         ck_assert_uint_eq(slab_clsid_alloc(size), at);      /* it has memory there now */
