@@ -111,11 +111,14 @@ struct dispatch_ctx {
         char            *data;      /* the client's data while it arrives */
     } sasl;
     struct {                        /* an ms waiting for its data block */
-        char             echo[PROTO_META_OPAQUE_MAX + 8]; /* its O, k, c flags */
+        char             echo[PROTO_META_OPAQUE_MAX + 12]; /* its O, k, c, s flags */
         const char      *echo_end;
         item_store_op_t  op;
         bool             has_cas;
         uint64_t         cas;
+        bool             has_cas_in; /* E */
+        uint64_t         cas_in;
+        bool             vivify;    /* N with MA/MP: a missing item is created */
         bool             stale_ok;
         bool             key_binary;
     } ms;

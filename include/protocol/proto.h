@@ -4,8 +4,8 @@
  * The protocol module is pure: it turns bytes into a struct proto_req and
  * response fields into bytes. It never performs I/O and never touches
  * storage, so every path (including every error path) can be unit tested
- * on plain buffers. Behaviour follows memcached 1.6.18 byte for byte except
- * where noted in proto_parse() below.
+ * on plain buffers. Behaviour follows the newest memcached (1.6.45) byte for
+ * byte, except where notes/compatibility.md says why not.
  */
 #ifndef SC_PROTO_H
 #define SC_PROTO_H
@@ -87,6 +87,7 @@ struct proto_meta {
     int32_t     recache_ttl;    /* R */
     uint32_t    client_flags;   /* F */
     uint64_t    cas;            /* C */
+    uint64_t    cas_in;         /* E: the CAS a change gives the item */
     uint64_t    delta;          /* D (ma; 1 when absent) */
     uint64_t    initial;        /* J (ma) */
     char        mode;           /* M, or 0 */
@@ -176,11 +177,10 @@ struct proto_req {
  * Parse one request line from buf[0..len). On PROTO_OK and PROTO_ERROR,
  * *consumed is the number of bytes of the command line including its
  * "\n" (a storage command's data block is NOT consumed: the caller reads
- * req->vlen + 2 more bytes). Lines end in "\n" or "\r\n".
- *
- * Deviation from memcached, by design: when a storage command is rejected
- * but its length field parses (key too long, bad flags or exptime), the
- * data block is swallowed (req->swallow) rather than parsed as commands.
+ * req->vlen + 2 more bytes). Lines end in "\n" or "\r\n". When a storage
+ * command is rejected but its length field parses (key too long, bad
+ * flags, exptime or cas), its data block is swallowed (req->swallow), as
+ * memcached 1.6.45 does (1.6.18 parsed it as commands).
  */
 proto_status_t proto_parse(const char *buf, size_t len, struct proto_req *req,
                            size_t *consumed);
@@ -328,13 +328,16 @@ size_t proto_compose_me(char *buf, size_t cap, const struct proto_meta_item *it,
  * memcached's ASCII authentication (-Y). Until a connection has
  * authenticated, every line goes to proto_parse_auth(): PROTO_OK for
  * "set <key> <flags> <exptime> <bytes>" (only "set" and the byte count
- * matter) with *bytes; PROTO_ERROR for anything else (memcached answers
- * "CLIENT_ERROR unauthenticated"); PROTO_AGAIN for a partial line, or
- * PROTO_CLOSE past PROTO_AUTH_JUNK_MAX bytes without one. *consumed is the
- * line with its '\n'. The data block (bytes + "\r\n") then goes to
- * proto_auth_token() for "user pass".
+ * matter; the count digits only) with *bytes; PROTO_ERROR for anything
+ * else (memcached answers "CLIENT_ERROR unauthenticated"); PROTO_AGAIN
+ * for a partial line; PROTO_CLOSE past PROTO_AUTH_JUNK_MAX bytes without
+ * one, or for a line shorter than PROTO_AUTH_LINE_MIN bytes before its
+ * '\n', as memcached 1.6.45 does. *consumed is the line with its '\n'.
+ * The data block (bytes + "\r\n") then goes to proto_auth_token() for
+ * "user pass".
  */
 #define PROTO_AUTH_JUNK_MAX 2048
+#define PROTO_AUTH_LINE_MIN 6
 proto_status_t proto_parse_auth(const char *buf, size_t len, uint32_t *bytes,
                                 size_t *consumed);
 

@@ -328,23 +328,31 @@ struct item_store_meta {
     uint64_t cas;
     bool     stale_ok;
     bool     key_binary;
+    bool     has_cas_in;        /* E: the stored item's CAS is cas_in */
+    uint64_t cas_in;
+    bool     keep_cas;          /* else the replaced item's (md x) */
     uint64_t cas_out;
+    uint32_t vlen_out;          /* the stored value's length (append: joined) */
 };
 item_status_t item_store_meta(struct item *it, item_store_op_t op,
                               struct item_store_meta *m, struct item_rebuild *rb);
 
 /*
  * Meta delete (md): compare the CAS first when has_cas (ITEM_EXISTS on a
- * mismatch); with stale, mark the item stale with a new CAS (and new TTL
- * if new_ttl) instead of removing it. *cls and *vlen as item_delete().
+ * mismatch); with stale, mark the item stale with a new CAS (*cas_in if
+ * given, meta E) and new TTL if new_ttl, instead of removing it. *cls and
+ * *vlen as item_delete().
  */
 item_status_t item_meta_delete(const char *key, size_t nkey, bool has_cas,
                                uint64_t cas, bool stale, bool new_ttl,
-                               rel_time_t exptime, uint8_t *cls, uint32_t *vlen);
+                               rel_time_t exptime, const uint64_t *cas_in,
+                               uint8_t *cls, uint32_t *vlen);
 
 /* Meta arithmetic (ma): item_arith() with a CAS compare and a new TTL. */
 struct item_arith_meta {
     uint64_t   cas;             /* compare first; 0: none (C) */
+    bool       has_cas_in;      /* E: the result's CAS is cas_in */
+    uint64_t   cas_in;
     bool       touch;           /* T: set exptime on success */
     rel_time_t exptime;
     /* out, on ITEM_OK */
@@ -481,6 +489,8 @@ struct item_meta_get {
     rel_time_t recache_time;
     bool       key_binary;      /* b: a vivified item keeps its key binary */
     bool       vivify_last;     /* N sent after T: a created item keeps N's TTL */
+    bool       has_cas_in;      /* E: a created item's CAS is cas_in */
+    uint64_t   cas_in;
     /* out */
     bool       fetched;         /* read before */
     rel_time_t exptime_before;  /* before T changed it */

@@ -276,7 +276,7 @@ bin_delete(struct dispatch_ctx *d, const struct proto_req *req)
     }
     dispatch_log_lookup(d, req->key, req->nkey);
     item_status_t st = item_meta_delete(req->key, req->nkey, req->bin.cas != 0,
-                                        req->bin.cas, false, false, 0, &cls, NULL);
+                                        req->bin.cas, false, false, 0, NULL, &cls, NULL);
     if (st == ITEM_OK) {
         STATS_INCR(d->stats, delete_hits);
         STATS_CLASS_INCR(d->stats, cls, delete_hits);

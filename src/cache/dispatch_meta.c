@@ -89,6 +89,8 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
         .recache_time = clock_exptime(m->recache_ttl),
         .key_binary = m->key_binary,
         .vivify_last = flag_after(m, 'N', 'T'),
+        .has_cas_in = proto_meta_has(m, 'E'),
+        .cas_in = m->cas_in,
     };
     item_miss_t miss = ITEM_MISS_NONE;
     struct item *it = cache_meta_get(req->key, req->nkey, &g, &miss);
@@ -113,7 +115,10 @@ do_mg(struct dispatch_ctx *d, const struct proto_req *req)
         }
         return DISPATCH_DONE;
     }
-    bool value = proto_meta_has(m, 'v');
+    /* C on mg (memcached 1.6.45): the client holds that version already,
+     * so a matching CAS answers without the value. */
+    bool value = proto_meta_has(m, 'v') &&
+                 !(proto_meta_has(m, 'C') && item_cas(it) == m->cas);
     if (!item_is_flash(it)) {
         mi.key = item_key(it);      /* else the key asked for: a stub keeps none */
         mi.nkey = item_nkey(it);
@@ -162,7 +167,7 @@ ms_op(char mode)
     }
 }
 
-/* Keep the flags the answer echoes (O, k, c): the request line is gone
+/* Keep the flags the answer echoes (O, k, c, s): the request line is gone
  * by the time the data block has arrived. */
 static void
 ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
@@ -172,12 +177,12 @@ ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
     size_t n;
 
     while (proto_key_next(&p, m->flags_end, &s, &n)) {
-        if (*s != 'O' && *s != 'k' && *s != 'c') {
+        if (*s != 'O' && *s != 'k' && *s != 'c' && *s != 's') {
             continue;
         }
-        /* k and c answer with the item's key and CAS: their letter is all
-         * that is kept. O is at most PROTO_META_OPAQUE_MAX bytes and there
-         * is one of each at most, so all three always fit. */
+        /* k, c and s answer with the item's key, CAS and size: their
+         * letter is all that is kept. O is at most PROTO_META_OPAQUE_MAX
+         * bytes and there is one of each at most, so all four always fit. */
         if (*s != 'O') {
             n = 1;
         }
@@ -198,9 +203,13 @@ do_ms(struct dispatch_ctx *d, const struct proto_req *req)
     struct item *it;
     item_status_t st;
 
+    /* An append or prepend with N creates a missing item, with N's TTL
+     * (memcached 1.6.45); joined to an existing one, the TTL is its. */
+    bool vivify = proto_meta_has(m, 'N') && (m->mode == 'A' || m->mode == 'P');
+
     STATS_INCR(d->stats, cmd_set);
-    st = cache_alloc(req->key, req->nkey, m->client_flags, clock_exptime(m->ttl),
-                    req->vlen, &it);
+    st = cache_alloc(req->key, req->nkey, m->client_flags,
+                     clock_exptime(vivify ? m->vivify_ttl : m->ttl), req->vlen, &it);
     if (st != ITEM_OK) {
         dispatch_reply_line(d, st == ITEM_TOO_LARGE ?
                             "SERVER_ERROR object too large for cache" :
@@ -220,6 +229,9 @@ do_ms(struct dispatch_ctx *d, const struct proto_req *req)
     d->ms.op = ms_op(m->mode);
     d->ms.has_cas = proto_meta_has(m, 'C');
     d->ms.cas = m->cas;
+    d->ms.vivify = vivify;
+    d->ms.has_cas_in = proto_meta_has(m, 'E');
+    d->ms.cas_in = m->cas_in;
     d->ms.stale_ok = proto_meta_has(m, 'I');
     d->ms.key_binary = m->key_binary;
     d->it = it;
@@ -242,10 +254,16 @@ dispatch_meta_data_done(struct dispatch_ctx *d)
     }
     struct item_store_meta sm = {
         .has_cas = d->ms.has_cas, .cas = d->ms.cas, .stale_ok = d->ms.stale_ok,
-        .key_binary = d->ms.key_binary,
+        .key_binary = d->ms.key_binary, .has_cas_in = d->ms.has_cas_in,
+        .cas_in = d->ms.cas_in,
     };
     dispatch_log_lookup(d, item_key(it), item_nkey(it));
     item_status_t st = cache_store_meta(it, d->ms.op, &sm);
+    /* Appending with N to no item: created as an add would; if another
+     * client created it meanwhile, joined to that once more. */
+    for (int k = 0; k < 2 && d->ms.vivify && st == ITEM_NOT_STORED; k++) {
+        st = cache_store_meta(it, k == 0 ? ITEM_OP_ADD : d->ms.op, &sm);
+    }
     /* A compared set or replace is a cas in memcached's counters. */
     if (sm.has_cas && (d->ms.op == ITEM_OP_SET || d->ms.op == ITEM_OP_REPLACE)) {
         dispatch_count_cas(d, st, slab_cls_of(it));
@@ -268,28 +286,67 @@ dispatch_meta_data_done(struct dispatch_ctx *d)
         struct proto_meta m = { .flags = d->ms.echo, .flags_end = d->ms.echo_end };
         struct proto_meta_item mi = {
             .key = item_key(it), .nkey = item_nkey(it),
-            .key_binary = d->ms.key_binary, .cas = sm.cas_out,
+            .key_binary = d->ms.key_binary, .cas = sm.cas_out, .vlen = sm.vlen_out,
         };
-        meta_line(d, code, "Okc", &m, &mi);
+        meta_line(d, code, "Okcs", &m, &mi);
     }
     item_release(it);
 }
 
 /* --- md ---------------------------------------------------------------------- */
 
+/*
+ * md x: the item stays, its value emptied: an empty item with the flags
+ * of F and the TTL of T (none given: 0), keeping the item's CAS unless E
+ * names one, stored in its place if the item is there (and its CAS is C's,
+ * when given), as memcached 1.6.45 does.
+ */
+static item_status_t
+md_empty_value(const struct proto_req *req, uint8_t *cls, uint32_t *vlen)
+{
+    const struct proto_meta *m = &req->meta;
+    struct item *it;
+    item_status_t st = cache_alloc(req->key, req->nkey, m->client_flags,
+                                   clock_exptime(m->ttl), 0, &it);
+
+    if (st != ITEM_OK) {
+        return st;
+    }
+    item_value_write(it, 0, "\r\n", 2);
+    struct item_store_meta sm = {
+        .has_cas = proto_meta_has(m, 'C'), .cas = m->cas, .key_binary = m->key_binary,
+        .has_cas_in = proto_meta_has(m, 'E'), .cas_in = m->cas_in, .keep_cas = true,
+    };
+    st = cache_store_meta(it, ITEM_OP_REPLACE, &sm);
+    *cls = slab_cls_of(it);
+    *vlen = 0;
+    item_release(it);
+    return st == ITEM_NOT_STORED ? ITEM_NOT_FOUND : st;
+}
+
 static dispatch_result_t
 do_md(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const struct proto_meta *m = &req->meta;
-    bool stale = proto_meta_has(m, 'I');
+    bool stale = proto_meta_has(m, 'I'), empty = proto_meta_has(m, 'x');
     uint8_t cls = 0;
     uint32_t vlen = 0;
     struct proto_meta_item mi;
+    item_status_t st = ITEM_OK;
 
     dispatch_log_lookup(d, req->key, req->nkey);
-    item_status_t st = item_meta_delete(req->key, req->nkey, proto_meta_has(m, 'C'),
-                                        m->cas, stale, proto_meta_has(m, 'T'),
-                                        clock_exptime(m->ttl), &cls, &vlen);
+    if (empty) {
+        st = md_empty_value(req, &cls, &vlen);
+        if (st == ITEM_TOO_LARGE || st == ITEM_NO_MEMORY) {
+            dispatch_reply_line(d, "SERVER_ERROR out of memory");
+            return DISPATCH_DONE;
+        }
+    }
+    if (st == ITEM_OK && (stale || !empty)) {
+        st = item_meta_delete(req->key, req->nkey, !empty && proto_meta_has(m, 'C'),
+                              m->cas, stale, proto_meta_has(m, 'T'), clock_exptime(m->ttl),
+                              proto_meta_has(m, 'E') ? &m->cas_in : NULL, &cls, &vlen);
+    }
     if (st == ITEM_OK && !stale) {
         STATS_INCR(d->stats, delete_hits);
         STATS_CLASS_INCR(d->stats, cls, delete_hits);
@@ -328,7 +385,8 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
     }
     item_value_write(it, 0, digits, (uint32_t)n);
     item_value_write(it, (uint32_t)n, "\r\n", 2);
-    struct item_store_meta sm = { .key_binary = m->key_binary };
+    struct item_store_meta sm = { .key_binary = m->key_binary,
+                                  .has_cas_in = proto_meta_has(m, 'E'), .cas_in = m->cas_in };
     item_status_t st = cache_store_meta(it, ITEM_OP_ADD, &sm);
     if (st == ITEM_OK) {
         *value = m->initial;
@@ -347,6 +405,8 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
     bool incr = m->mode == 0 || m->mode == 'I' || m->mode == '+';
     struct item_arith_meta am = {
         .cas = m->cas,
+        .has_cas_in = proto_meta_has(m, 'E'),
+        .cas_in = m->cas_in,
         .touch = proto_meta_has(m, 'T'),
         .exptime = clock_exptime(m->ttl),
     };
@@ -422,8 +482,9 @@ do_me(struct dispatch_ctx *d, const struct proto_req *req)
         .key = req->key, .nkey = req->nkey, .key_binary = dbg.key_binary,
         .la = clock_now() - dbg.time, .cas = dbg.cas, .fetched = dbg.fetched,
     };
-    /* memcached prints now - exptime: negative while the item lives. */
-    int64_t exp = dbg.exptime == 0 ? -1 : (int64_t)clock_now() - (int64_t)dbg.exptime;
+    /* The seconds left, as memcached 1.6.45 prints them (1.6.18 printed
+     * them negated); -1 for an item that never expires. */
+    int64_t exp = dbg.exptime == 0 ? -1 : (int64_t)dbg.exptime - (int64_t)clock_now();
     char buf[PROTO_META_LINE_MAX];
     size_t n = proto_compose_me(buf, sizeof(buf), &mi, exp, dbg.cls, dbg.ntotal);
     outq_add(d->out, buf, n);

@@ -780,7 +780,8 @@ conn_line_done(struct conn *c, const struct proto_req *req, uint64_t mark)
 }
 
 /* Bytes of a -Y data block ("user pass\r\n") taken from the read buffer;
- * a larger one is junk and closes the connection. */
+ * a larger one is answered as memcached 1.6.45 answers one past its 16 KB
+ * (the line is consumed, the block is not: it is read as lines). */
 #define CONN_AUTH_BLOCK_MAX 4096
 
 /*
@@ -810,8 +811,9 @@ conn_auth_step(struct conn *c)
         break;
     }
     if ((uint64_t)bytes + 2 > CONN_AUTH_BLOCK_MAX) {
-        c->state = CONN_CLOSING;
-        return false;
+        c->a->rpos += line;
+        dispatch_reply_line(&c->a->d, "CLIENT_ERROR auth token too long");
+        return true;
     }
     if (avail - line < (size_t)bytes + 2) {
         return false;               /* the rest of the block is on its way */

@@ -44,16 +44,22 @@ proto_parse_auth(const char *buf, size_t len, uint32_t *bytes, size_t *consumed)
     }
     size_t n = (size_t)(nl - buf);
     *consumed = n + 1;
+    /* No exchange is that short: memcached 1.6.45 closes the connection. */
+    if (n < PROTO_AUTH_LINE_MIN) {
+        return PROTO_CLOSE;
+    }
     if (n > 0 && buf[n - 1] == '\r') {
         n--;
     }
     const char *tok[6];
     size_t tlen[6];
     size_t k = auth_tokens(buf, n, tok, tlen, 6);
-    if (k < 5 || tlen[0] != 3 || memcmp(tok[0], "set", 3) != 0 ||
-        !num_mc_strtoul(tok[4], tlen[4], bytes)) {
+    uint64_t v;
+    if (k < 5 || tlen[0] != 3 || memcmp(tok[0], "set", 3) != 0 || tlen[4] > 11 ||
+        !num_parse_u64(tok[4], tlen[4], &v) || v > UINT32_MAX) {
         return PROTO_ERROR;
     }
+    *bytes = (uint32_t)v;
     return PROTO_OK;
 }
 

@@ -19,8 +19,7 @@
 #include "proto.h"
 #include "proto_int.h"
 
-#define META_TOKENS_MAX 20  /* memcached's MFLAG_MAX_OPT_LENGTH, in its
-                             * token count: command, key, flags, end mark */
+#define META_TOKENS_MAX 20  /* command, key and flags memcached 1.6.45 takes */
 
 static const char ERR_ERROR[] = "ERROR";
 static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";
@@ -86,7 +85,7 @@ meta_flags(const struct line *ln, size_t first, struct proto_req *req,
         case 'T':
         case 'R': {
             int32_t v;
-            if (!proto_mc_strtol(flag_arg(t), &v)) {
+            if (t.n < 2 || !proto_tok_i32(flag_arg(t), &v)) {
                 *err = ERR_BAD_TOKEN;
                 failed = true;
             } else {
@@ -95,36 +94,34 @@ meta_flags(const struct line *ln, size_t first, struct proto_req *req,
             break;
         }
         case 'F':
-            failed |= !proto_mc_strtoul(flag_arg(t), &m->client_flags);
+            failed |= t.n < 2 || !proto_tok_u32(flag_arg(t), &m->client_flags);
             break;
         case 'C':
-            if (!proto_mc_strtoull(flag_arg(t), &m->cas)) {
+        case 'E':
+            if (t.n < 2 || !proto_tok_u64(flag_arg(t), o == 'C' ? &m->cas : &m->cas_in)) {
                 *err = ERR_BAD_TOKEN;
                 failed = true;
             }
             break;
         case 'M':
-            if (t.n != 2) {
-                *err = "CLIENT_ERROR incorrect length for M token";
-                failed = true;
-            } else {
-                m->mode = t.p[1];
-            }
+            /* The letter after M, whatever follows it (1.6.18 wanted
+             * exactly one); none is no mode memcached knows. */
+            m->mode = t.n >= 2 ? t.p[1] : ' ';
             break;
         case 'J':
-            if (!proto_mc_strtoull(flag_arg(t), &m->initial)) {
+            if (t.n < 2 || !proto_tok_u64(flag_arg(t), &m->initial)) {
                 *err = "CLIENT_ERROR invalid numeric initial value";
                 failed = true;
             }
             break;
         case 'D':
-            if (!proto_mc_strtoull(flag_arg(t), &m->delta)) {
+            if (t.n < 2 || !proto_tok_u64(flag_arg(t), &m->delta)) {
                 *err = "CLIENT_ERROR invalid numeric delta value";
                 failed = true;
             }
             break;
         case 'I': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
-        case 'f': case 'v': case 'h': case 'u': case 'q': case 'l':
+        case 'f': case 'v': case 'h': case 'u': case 'q': case 'l': case 'x':
             break;
         default:
             *err = ERR_INVALID;
@@ -156,7 +153,7 @@ meta_init(const struct line *ln, struct proto_req *req, size_t first)
     m->seen = 0;
     m->ttl = m->vivify_ttl = m->recache_ttl = 0;
     m->client_flags = 0;
-    m->cas = m->initial = 0;
+    m->cas = m->cas_in = m->initial = 0;
     m->delta = 1;
     m->mode = 0;
     m->key_binary = false;
@@ -166,7 +163,9 @@ meta_init(const struct line *ln, struct proto_req *req, size_t first)
     req->nkey = ln->tok[1].n;
 }
 
-/* me <key> [b]: no flags beyond b, any other tokens ignored. */
+/* me <key> [b ...]: no flags beyond b, any other tokens ignored. The key
+ * is decoded only when a token follows the b, as memcached 1.6.45 does
+ * ("me KEY b" looks the key up as it is written). */
 static proto_status_t
 parse_me(const struct line *ln, struct proto_req *req)
 {
@@ -174,7 +173,7 @@ parse_me(const struct line *ln, struct proto_req *req)
         return proto_fail(req, ERR_FORMAT);
     }
     meta_init(ln, req, ln->ntok);
-    if (ln->ntok >= 3 && proto_tok_is(ln->tok[2], "b") && !decode_key(req)) {
+    if (ln->ntok >= 4 && proto_tok_is(ln->tok[2], "b") && !decode_key(req)) {
         return proto_fail(req, ERR_FORMAT);
     }
     return PROTO_OK;
@@ -187,19 +186,19 @@ parse_keyed(const struct line *ln, struct proto_req *req)
     const char *err = ERR_FORMAT;
 
     if (ln->ntok < 2) {
-        return proto_fail(req, ERR_ERROR);
-    }
-    if (!proto_key_ok(ln->tok[1])) {
         return proto_fail(req, ERR_FORMAT);
     }
-    if (ln->ntok + 1 > META_TOKENS_MAX) {
-        return proto_fail(req, req->cmd == PROTO_CMD_MG ?
-                          "CLIENT_ERROR options flags are too long" :
-                          "CLIENT_ERROR options flags too long");
+    /* ma answers every error of its key and flags with one text. */
+    if (!proto_key_ok(ln->tok[1])) {
+        return proto_fail(req, req->cmd == PROTO_CMD_MA ? ERR_INVALID_DUP : ERR_FORMAT);
+    }
+    if (ln->ntok > META_TOKENS_MAX) {
+        return proto_fail(req, req->cmd == PROTO_CMD_MA ? ERR_INVALID_DUP :
+                               "CLIENT_ERROR options flags are too long");
     }
     meta_init(ln, req, 2);
     if (!meta_flags(ln, 2, req, &err)) {
-        return proto_fail(req, req->cmd == PROTO_CMD_MG ? err : ERR_INVALID_DUP);
+        return proto_fail(req, req->cmd == PROTO_CMD_MA ? ERR_INVALID_DUP : err);
     }
     if (!opaque_ok(ln, 2)) {
         return proto_fail(req, ERR_OPAQUE);
@@ -223,16 +222,13 @@ parse_ms(const struct line *ln, struct proto_req *req)
     const char *err = ERR_FORMAT;
     int32_t vlen;
 
-    if (ln->ntok < 2) {
-        return proto_fail(req, ERR_ERROR);
-    }
-    if (!proto_key_ok(ln->tok[1]) || ln->ntok == 2) {
+    if (ln->ntok < 3 || !proto_key_ok(ln->tok[1])) {
         return proto_fail(req, ERR_FORMAT);
     }
-    if (ln->ntok + 1 > META_TOKENS_MAX) {
-        return proto_fail(req, "CLIENT_ERROR options flags too long");
+    if (ln->ntok > META_TOKENS_MAX) {
+        return proto_fail(req, "CLIENT_ERROR options flags are too long");
     }
-    if (!proto_mc_strtol(ln->tok[2], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
+    if (!proto_tok_i32(ln->tok[2], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
         return proto_fail(req, ERR_FORMAT);
     }
     req->vlen = (uint32_t)vlen;
@@ -254,9 +250,31 @@ parse_ms(const struct line *ln, struct proto_req *req)
     return PROTO_OK;
 }
 
+/*
+ * memcached 1.6.45 reads a meta command's flags as it splits the line: a
+ * flag token that starts with neither a letter (of 'A'..'z') nor a digit
+ * fails the whole line, before any flag is judged.
+ */
+static bool
+flag_tokens_ok(const struct line *ln)
+{
+    size_t first = ln->tok[0].p[1] == 's' ? 3 : 2;
+
+    for (size_t i = first; i < ln->ntok; i++) {
+        unsigned char c = (unsigned char)ln->tok[i].p[0];
+        if (!(c >= 'A' && c <= 'z') && !(c >= '0' && c <= '9')) {
+            return false;
+        }
+    }
+    return true;
+}
+
 proto_status_t
 proto_parse_meta(const struct line *ln, struct proto_req *req)
 {
+    if (!flag_tokens_ok(ln)) {
+        return proto_fail(req, ERR_FORMAT);
+    }
     switch (ln->tok[0].p[1]) {
     case 'g': req->cmd = PROTO_CMD_MG; return parse_keyed(ln, req);
     case 's': req->cmd = PROTO_CMD_MS; return parse_ms(ln, req);

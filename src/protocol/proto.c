@@ -2,11 +2,17 @@
  * proto.c -- memcached ASCII protocol: request parsing, response composing.
  *
  * Clients are written against memcached's behaviour rather than against its
- * documentation, so this module mimics memcached 1.6.18 down to its quirks:
- * the 24-token tokenizer, strtol()-style numbers that accept "+5", "\t5" and
- * "5\tjunk" and are then truncated to 32 bits, "noreply" detection on the
- * last token even when the command is then rejected, the HTTP sniffing that
- * closes the connection, and the exact error texts.
+ * documentation, so this module follows the newest memcached's (1.6.45)
+ * parser down to its rules: a line shorter than four bytes and a known
+ * command with too few tokens are "CLIENT_ERROR bad command line format",
+ * the command is the text before the first space (a leading space makes
+ * it unknown, except for the admin commands, which are looked up by their
+ * first token), extra tokens are ignored, "noreply" counts only as the
+ * last token (even when the command is then rejected), the numbers of
+ * most arguments are digits only (flags and exptime of a storage command
+ * are still strtol()-style), and an unknown command whose last token
+ * starts with "HTTP/" closes the connection. Where memcached 1.6.18
+ * answered differently, notes/compatibility.md says so.
  *
  * The module is pure and allocation free: a request is parsed in place and
  * every pointer in struct proto_req points into the caller's buffer. That
@@ -28,12 +34,14 @@
 
 #define MC_SPACE_SKIP 100 /* leading spaces memcached tolerates on long gets */
 
+#define MC_LINE_MIN   4   /* "mn\r\n": the shortest request */
+#define MC_U32_DIGITS 11  /* longest 32-bit number token memcached reads */
+#define MC_U64_DIGITS 22
+
 static const char ERR_ERROR[] = "ERROR";
 static const char ERR_FORMAT[] = "CLIENT_ERROR bad command line format";
 static const char ERR_DELTA[] = "CLIENT_ERROR invalid numeric delta argument";
 static const char ERR_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
-static const char ERR_DELETE[] =
-    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 
 /* ------------------------------------------------------------------------ */
 /* Numbers                                                                   */
@@ -68,6 +76,34 @@ bool
 proto_mc_strtol(struct tok t, int32_t *out)
 {
     return num_mc_strtol(t.p, t.n, out);
+}
+
+bool
+proto_tok_u64(struct tok t, uint64_t *out)
+{
+    return t.n <= MC_U64_DIGITS && num_parse_u64(t.p, t.n, out);
+}
+
+bool
+proto_tok_u32(struct tok t, uint32_t *out)
+{
+    uint64_t v;
+
+    if (t.n > MC_U32_DIGITS || !num_parse_u64(t.p, t.n, &v) || v > UINT32_MAX)
+        return false;
+    *out = (uint32_t)v;
+    return true;
+}
+
+bool
+proto_tok_i32(struct tok t, int32_t *out)
+{
+    int64_t v;
+
+    if (t.n > MC_U32_DIGITS || !num_parse_i64(t.p, t.n, &v) || v < INT32_MIN || v > INT32_MAX)
+        return false;
+    *out = (int32_t)v;
+    return true;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -161,44 +197,35 @@ set_key(struct proto_req *req, struct tok t)
     req->nkey = t.n;
 }
 
-/* The length field, judged exactly as process_update_command() does. */
-static bool
-storage_vlen(struct tok t, uint32_t *vlen)
-{
-    int32_t v;
-
-    if (!proto_mc_strtol(t, &v) || v < 0 || v > INT32_MAX - 2)
-        return false;
-    *vlen = (uint32_t)v;
-    return true;
-}
-
 /*
- * set/add/replace/append/prepend/cas. Whenever the length is usable the
- * data block is swallowed on error: otherwise client payload would be
- * executed as commands, which memcached does but we refuse to.
+ * set/add/replace/append/prepend/cas <key> <flags> <exptime> <bytes> [<cas>]
+ * [noreply]: a length that is not a number is refused with nothing
+ * swallowed (it says nothing of what follows); once it is one, any other
+ * error swallows the data block, as memcached 1.6.45 does. Tokens past
+ * those are ignored, and noreply is looked for only once the length is.
  */
 static proto_status_t
 parse_storage(const struct line *ln, struct proto_req *req)
 {
     bool is_cas = req->cmd == PROTO_CMD_CAS;
-    size_t ntok = is_cas ? 6 : 5;  /* command token included */
-    int32_t exptime = 0;
+    int32_t exptime = 0, vlen;
     bool ok;
 
-    if (ln->ntok != ntok && ln->ntok != ntok + 1)
-        return proto_fail(req, ERR_ERROR);
-    noreply_maybe(ln, req);
-    set_key(req, ln->tok[1]);
-
-    req->swallow = storage_vlen(ln->tok[4], &req->vlen);
-    ok = proto_key_ok(ln->tok[1]) && proto_mc_strtoul(ln->tok[2], &req->flags) &&
-         proto_mc_strtol(ln->tok[3], &exptime) && req->swallow &&
-         (!is_cas || proto_mc_strtoull(ln->tok[5], &req->cas));
-    req->exptime = exptime;
-    if (!ok)
+    if (ln->ntok < 5)
         return proto_fail(req, ERR_FORMAT);
-    req->swallow = false;
+    set_key(req, ln->tok[1]);
+    if (!proto_tok_i32(ln->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2)
+        return proto_fail(req, ERR_FORMAT);
+    noreply_maybe(ln, req);     /* not before: the error above is answered */
+    req->vlen = (uint32_t)vlen;
+    ok = proto_key_ok(ln->tok[1]) && proto_mc_strtoul(ln->tok[2], &req->flags) &&
+         proto_mc_strtol(ln->tok[3], &exptime) &&
+         (!is_cas || (ln->ntok > 5 && proto_tok_u64(ln->tok[5], &req->cas)));
+    req->exptime = exptime;
+    if (!ok) {
+        req->swallow = true;
+        return proto_fail(req, ERR_FORMAT);
+    }
     return PROTO_OK;
 }
 
@@ -226,27 +253,29 @@ parse_get(const struct line *ln, struct proto_req *req)
     struct tok t1 = ln->tok[1];
     int32_t exptime;
 
-    if (ln->ntok < 2)
-        return proto_fail(req, ERR_ERROR);
-    if (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS)
+    if (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS) {
+        if (ln->ntok < 2)
+            return proto_fail(req, ERR_FORMAT);
         return set_keys(t1.p, ln->end, req);
-    if (!proto_mc_strtol(t1, &exptime))
+    }
+    if (ln->ntok < 3)
+        return proto_fail(req, ERR_FORMAT);
+    if (!proto_tok_i32(t1, &exptime))
         return proto_fail(req, ERR_EXPTIME);
     req->exptime = exptime;
-    /* "gat 0" with no keys is legal and answers a bare "END". */
     return set_keys(t1.p + t1.n, ln->end, req);
 }
 
 static proto_status_t
 parse_arith(const struct line *ln, struct proto_req *req)
 {
-    if (ln->ntok != 3 && ln->ntok != 4)
-        return proto_fail(req, ERR_ERROR);
+    if (ln->ntok < 3)
+        return proto_fail(req, ERR_FORMAT);
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
     if (!proto_key_ok(ln->tok[1]))
         return proto_fail(req, ERR_FORMAT);
-    if (!proto_mc_strtoull(ln->tok[2], &req->delta))
+    if (!proto_tok_u64(ln->tok[2], &req->delta))
         return proto_fail(req, ERR_DELTA);
     return PROTO_OK;
 }
@@ -256,38 +285,26 @@ parse_touch(const struct line *ln, struct proto_req *req)
 {
     int32_t exptime;
 
-    if (ln->ntok != 3 && ln->ntok != 4)
-        return proto_fail(req, ERR_ERROR);
+    if (ln->ntok < 3)
+        return proto_fail(req, ERR_FORMAT);
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
     if (!proto_key_ok(ln->tok[1]))
         return proto_fail(req, ERR_FORMAT);
-    if (!proto_mc_strtol(ln->tok[2], &exptime))
+    if (!proto_tok_i32(ln->tok[2], &exptime))
         return proto_fail(req, ERR_EXPTIME);
     req->exptime = exptime;
     return PROTO_OK;
 }
 
-/*
- * "delete <key> [0] [noreply]": the hold time is a relic and only "0" is
- * still tolerated. noreply is looked at only when extra tokens exist, so
- * "delete noreply" deletes the key "noreply".
- */
+/* "delete <key> [noreply]": the hold time 1.6.18 still checked for "0"
+ * is gone; any other token is ignored. */
 static proto_status_t
 parse_delete(const struct line *ln, struct proto_req *req)
 {
-    if (ln->ntok < 2 || ln->ntok > 4)
-        return proto_fail(req, ERR_ERROR);
-    if (ln->ntok > 2) {
-        bool hold_zero = proto_tok_is(ln->tok[2], "0");
-        bool valid;
-
-        noreply_maybe(ln, req);
-        valid = (ln->ntok == 3 && (hold_zero || req->noreply)) ||
-                (ln->ntok == 4 && hold_zero && req->noreply);
-        if (!valid)
-            return proto_fail(req, ERR_DELETE);
-    }
+    if (ln->ntok < 2)
+        return proto_fail(req, ERR_FORMAT);
+    noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
     if (!proto_key_ok(ln->tok[1]))
         return proto_fail(req, ERR_FORMAT);
@@ -300,12 +317,10 @@ parse_flush_all(const struct line *ln, struct proto_req *req)
 {
     int32_t delay;
 
-    if (ln->ntok > 3)
-        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
     if (ln->ntok == (req->noreply ? 2u : 1u))
         return PROTO_OK;
-    if (!proto_mc_strtol(ln->tok[1], &delay))
+    if (!proto_tok_i32(ln->tok[1], &delay))
         return proto_fail(req, ERR_EXPTIME);
     req->arg = delay;
     req->has_arg = true;
@@ -318,10 +333,8 @@ parse_u32_arg(const struct line *ln, struct proto_req *req, const char *err)
 {
     uint32_t v;
 
-    if (ln->ntok != 2 && ln->ntok != 3)
-        return proto_fail(req, ERR_ERROR);
     noreply_maybe(ln, req);
-    if (!proto_mc_strtoul(ln->tok[1], &v))
+    if (ln->ntok < 2 || !proto_tok_u32(ln->tok[1], &v))
         return proto_fail(req, err);
     req->arg = v;
     req->has_arg = true;
@@ -359,16 +372,18 @@ parse_bare(const struct line *ln, struct proto_req *req)
 
 typedef proto_status_t (*parse_fn)(const struct line *, struct proto_req *);
 
-static const struct {
+struct command {
     const char *name;
     proto_cmd_t cmd;
     parse_fn parse;
-} commands[] = {
+};
+
+/* Known by the text before the first space. */
+static const struct command commands[] = {
     {"get", PROTO_CMD_GET, parse_get},
     {"gets", PROTO_CMD_GETS, parse_get},
     {"gat", PROTO_CMD_GAT, parse_get},
     {"gats", PROTO_CMD_GATS, parse_get},
-    {"bget", PROTO_CMD_GET, parse_get},     /* ancient alias still served */
     {"set", PROTO_CMD_SET, parse_storage},
     {"add", PROTO_CMD_ADD, parse_storage},
     {"replace", PROTO_CMD_REPLACE, parse_storage},
@@ -379,59 +394,68 @@ static const struct {
     {"delete", PROTO_CMD_DELETE, parse_delete},
     {"incr", PROTO_CMD_INCR, parse_arith},
     {"decr", PROTO_CMD_DECR, parse_arith},
-    {"flush_all", PROTO_CMD_FLUSH_ALL, parse_flush_all},
     {"version", PROTO_CMD_VERSION, parse_bare},
-    {"verbosity", PROTO_CMD_VERBOSITY, parse_verbosity},
     {"quit", PROTO_CMD_QUIT, parse_bare},
+    {"stats", PROTO_CMD_STATS, parse_rest},
+    {"watch", PROTO_CMD_WATCH, parse_rest},
+};
+
+/* The admin commands: known by their first token, leading spaces or not. */
+static const struct command admin_commands[] = {
+    {"flush_all", PROTO_CMD_FLUSH_ALL, parse_flush_all},
+    {"verbosity", PROTO_CMD_VERBOSITY, parse_verbosity},
     {"shutdown", PROTO_CMD_SHUTDOWN, parse_rest},
     {"refresh_certs", PROTO_CMD_REFRESH_CERTS, parse_rest},
     {"cache_memlimit", PROTO_CMD_CACHE_MEMLIMIT, parse_memlimit},
-    {"stats", PROTO_CMD_STATS, parse_rest},
     {"config", PROTO_CMD_CONFIG, parse_rest},
     {"lru_crawler", PROTO_CMD_LRU_CRAWLER, parse_rest},
     {"slabs", PROTO_CMD_SLABS, parse_rest},
     {"lru", PROTO_CMD_LRU, parse_rest},
     {"extstore", PROTO_CMD_EXTSTORE, parse_rest},
-    {"watch", PROTO_CMD_WATCH, parse_rest},
 };
+
+static const struct command *
+command_find(const struct command *table, size_t n, struct tok name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (proto_tok_is(name, table[i].name))
+            return &table[i];
+    }
+    return NULL;
+}
 
 /*
  * memcached closes the connection when an unknown command's last token
  * starts with "HTTP/", so a stray browser does not get a stream of ERRORs.
- * Commands whose first letter has its own dispatch branch in memcached
- * (and two-letter meta commands) never reach that check.
  */
 static bool
 looks_like_http(const struct line *ln)
 {
-    struct tok cmd = ln->tok[0];
-
-    if (strchr("gsacidt", cmd.p[0]) != NULL)
-        return false;
-    if (cmd.p[0] == 'm' && cmd.n == 2)
-        return false;
-    return starts_with(ln->last.p, ln->last.p + ln->last.n, "HTTP/");
+    return ln->ntok > 1 && starts_with(ln->last.p, ln->last.p + ln->last.n, "HTTP/");
 }
 
 static proto_status_t
 dispatch(const struct line *ln, struct proto_req *req)
 {
-    size_t i;
+    /* The command: what precedes the first space. */
+    struct tok name = ln->ntok > 0 && ln->tok[0].p == ln->start ? ln->tok[0]
+                                                                : (struct tok){ ln->start, 0 };
+    const struct command *c;
 
-    /* No memcached command is shorter than two bytes. */
-    if (ln->ntok == 0 || ln->tok[0].n < 2)
-        return proto_fail(req, ERR_ERROR);
     /* Two letters starting with 'm' are meta commands, as in memcached. */
-    if (ln->tok[0].n == 2 && ln->tok[0].p[0] == 'm')
+    if (name.n == 2 && name.p[0] == 'm' && strchr("gsdane", name.p[1]) != NULL)
         return proto_parse_meta(ln, req);
-    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-        if (proto_tok_is(ln->tok[0], commands[i].name)) {
-            req->cmd = commands[i].cmd;
-            return commands[i].parse(ln, req);
-        }
+    c = command_find(commands, sizeof(commands) / sizeof(commands[0]), name);
+    if (c == NULL && ln->ntok > 0)
+        c = command_find(admin_commands, sizeof(admin_commands) / sizeof(admin_commands[0]),
+                         ln->tok[0]);
+    if (c != NULL) {
+        req->cmd = c->cmd;
+        return c->parse(ln, req);
     }
     if (looks_like_http(ln))
         return PROTO_CLOSE;
+    noreply_maybe(ln, req);     /* "foo noreply" is answered with nothing */
     return proto_fail(req, ERR_ERROR);
 }
 
@@ -548,7 +572,7 @@ incomplete_line(const char *buf, size_t len, struct proto_req *req,
         t.n = (size_t)(p - t.p);
         if (p == end)
             return PROTO_CLOSE;     /* a 2 KB exptime is no request */
-        if (!proto_mc_strtol(t, &exptime)) {
+        if (!proto_tok_i32(t, &exptime)) {
             *consumed = len;
             req->swallow_line = true;
             return proto_fail(req, ERR_EXPTIME);
@@ -582,6 +606,9 @@ proto_parse(const char *buf, size_t len, struct proto_req *req,
         return incomplete_line(buf, len, req, consumed);
     *consumed = (size_t)(nl - buf) + 1;
 
+    /* Shorter than the shortest request: memcached 1.6.45 says so. */
+    if (*consumed < MC_LINE_MIN)
+        return proto_fail(req, ERR_FORMAT);
     ln.start = buf;
     ln.end = nl;
     /* memcached strips "\r" only when something precedes it. */

@@ -32,6 +32,11 @@ struct line {
 bool proto_mc_strtoull(struct tok t, uint64_t *out);
 bool proto_mc_strtoul(struct tok t, uint32_t *out);
 bool proto_mc_strtol(struct tok t, int32_t *out);
+/* memcached 1.6.45's token numbers: digits only (a '-' first for a signed
+ * one), in range (proto.c). */
+bool proto_tok_u64(struct tok t, uint64_t *out);
+bool proto_tok_u32(struct tok t, uint32_t *out);
+bool proto_tok_i32(struct tok t, int32_t *out);
 bool proto_tok_is(struct tok t, const char *s);
 bool proto_key_ok(struct tok t);
 proto_status_t proto_fail(struct proto_req *req, const char *msg);

@@ -438,7 +438,9 @@ static const struct fixed_setting automove_fixed[] = {
     { "slab_automove_freeratio", "0.010" }, { NULL, NULL },
 };
 static const struct fixed_setting tail_fixed[] = {
-    { "num_napi_ids", "(null)" }, { "memory_file", "(null)" }, { NULL, NULL },
+    { "num_napi_ids", "(null)" }, { "memory_file", "(null)" },
+    /* client flags are 32 bits (memcached 1.6.45's default build) */
+    { "client_flags_size", "4" }, { NULL, NULL },
 };
 
 /* memcached's TLS settings lines, as it prints them (the verify mode as

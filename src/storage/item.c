@@ -167,15 +167,23 @@ item_touch_slabs(struct item *it)
     }
 }
 
-/* fresh: a key the cache did not hold, so the item starts on probation. */
+uint64_t
+item_cas_next(void)
+{
+    return item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0;
+}
+
+/* fresh: a key the cache did not hold, so the item starts on probation.
+ * cas: the CAS it is linked with (set before the probation FIFO takes
+ * its tag). */
 static void
-item_link(struct item *it, uint32_t hv, bool fresh)
+item_link(struct item *it, uint32_t hv, bool fresh, uint64_t cas)
 {
     struct item_class_state *l = class_state_of(it);
 
     assert((item_iflags(it) & (ITEM_LINKED | ITEM_FREE)) == 0);
     it->time = clock_now();
-    item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
+    item_set_cas(it, cas);
     /* The hash table's reference and the flag in one atomic step. */
     atomic_fetch_add(&it->refs, 1u | (uint32_t)ITEM_LINKED << ITEM_REF_BITS);
     assoc_insert(it, hv);
@@ -193,7 +201,13 @@ item_link(struct item *it, uint32_t hv, bool fresh)
 void
 do_item_link(struct item *it, uint32_t hv)
 {
-    item_link(it, hv, true);
+    item_link(it, hv, true, item_cas_next());
+}
+
+void
+do_item_link_as(struct item *it, uint32_t hv, uint64_t cas)
+{
+    item_link(it, hv, true, cas);
 }
 
 /* Remove from the hash table. Caller must item_release() the link's ref. */
@@ -222,6 +236,12 @@ do_item_unlink(struct item *it, uint32_t hv)
 void
 do_item_replace(struct item *old, struct item *it, uint32_t hv)
 {
+    do_item_replace_as(old, it, hv, item_cas_next());
+}
+
+void
+do_item_replace_as(struct item *old, struct item *it, uint32_t hv, uint64_t cas)
+{
     /* A new value for a key whose value was read has earned its place:
      * with every overwrite of a hot key on probation, new keys were judged
      * sooner and the mixed load's gain (0.013 in simulation) vanished. An
@@ -229,7 +249,7 @@ do_item_replace(struct item *old, struct item *it, uint32_t hv)
     bool fresh = !(item_iflags(old) & ITEM_FETCHED);
 
     do_item_unlink(old, hv);
-    item_link(it, hv, fresh);
+    item_link(it, hv, fresh, cas);
 }
 
 void
@@ -401,8 +421,8 @@ item_touch(const char *key, size_t nkey, rel_time_t exptime, uint8_t *cls)
 
 item_status_t
 item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
-                 bool stale, bool new_ttl, rel_time_t exptime, uint8_t *cls,
-                 uint32_t *vlen)
+                 bool stale, bool new_ttl, rel_time_t exptime, const uint64_t *cas_in,
+                 uint8_t *cls, uint32_t *vlen)
 {
     uint32_t hv = hash_key(key, nkey);
     item_status_t st = ITEM_NOT_FOUND;
@@ -420,7 +440,7 @@ item_meta_delete(const char *key, size_t nkey, bool has_cas, uint64_t cas,
         }
         item_iflags_set(it, ITEM_STALE);
         item_iflags_clear(it, ITEM_TOKEN_SENT);
-        item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
+        item_set_cas(it, cas_in != NULL ? *cas_in : item_cas_next());
         st = ITEM_OK;
     } else if (it != NULL) {
         item_report_cls(it, cls);
@@ -498,7 +518,7 @@ item_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
     if (it == NULL && m->vivify) {
         struct item *fresh = vivify_take(key, nkey, m, rb);
         if (fresh != NULL) {
-            do_item_link(fresh, hv);
+            do_item_link_as(fresh, hv, m->has_cas_in ? m->cas_in : item_cas_next());
             item_note_ttl(slab_cls_of(fresh), fresh->exptime);
             it = fresh;
             m->created = m->won = true;

@@ -202,8 +202,13 @@ bool          item_is_dead(struct item *it, rel_time_t now);
 bool          item_is_stale_by_time(struct item *it, rel_time_t now);
 void          item_report_cls(const struct item *it, uint8_t *cls);
 
-/* Partition lock held (item.c). */
+/* The CAS a change gives an item when the client names none (meta E). */
+uint64_t      item_cas_next(void);
+
+/* Partition lock held (item.c). The _as forms link with the CAS given. */
 void          do_item_link(struct item *it, uint32_t hv);
+void          do_item_link_as(struct item *it, uint32_t hv, uint64_t cas);
+void          do_item_replace_as(struct item *old, struct item *it, uint32_t hv, uint64_t cas);
 void          do_item_unlink_nofree(struct item *it, uint32_t hv);
 void          do_item_unlink(struct item *it, uint32_t hv);
 void          do_item_replace(struct item *old, struct item *it, uint32_t hv);

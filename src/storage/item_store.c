@@ -99,29 +99,45 @@ concat_fill(struct item *joined, struct item *old, struct item *it, bool append)
     item_iflags_set(joined, item_iflags(old) & ITEM_KEY_BINARY);
 }
 
+/* The CAS a store gives its item (under the lock; old: the item it
+ * replaces, or NULL). */
+static uint64_t
+store_cas(const struct item_store_meta *m, const struct item *old)
+{
+    if (m != NULL && m->has_cas_in) {
+        return m->cas_in;
+    }
+    if (m != NULL && m->keep_cas && old != NULL) {
+        return item_cas((struct item *)old);
+    }
+    return item_cas_next();
+}
+
 /* Under the lock: touch/gat change these in place, so copy them last. */
 static void
-concat_link(struct item *joined, struct item *old, uint32_t hv)
+concat_link(struct item *joined, struct item *old, uint32_t hv,
+            const struct item_store_meta *m)
 {
     joined->exptime = old->exptime;
     joined->flags = old->flags;
-    do_item_replace(old, joined, hv);
+    do_item_replace_as(old, joined, hv, store_cas(m, old));
 }
 
 /* The caller's allocation for a pinned item: fill (old's bytes cannot
  * change while pinned), then link if old is still the key's. */
 static item_status_t
-concat_commit(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
+concat_commit(struct item *it, bool append, struct item_store_meta *m,
               struct item_rebuild *rb, uint32_t hv)
 {
     struct item *old = rb->old, *joined = rb->fresh;
 
     concat_fill(joined, old, it, append);
     assoc_lock(hv);
-    bool same = still_linked(old, hv) && (cas_in == 0 || item_cas(old) == cas_in);
+    bool same = still_linked(old, hv) && (m->cas == 0 || item_cas(old) == m->cas);
     if (same) {
-        concat_link(joined, old, hv);
-        *cas_out = item_cas(joined);
+        concat_link(joined, old, hv, m);
+        m->cas_out = item_cas(joined);
+        m->vlen_out = item_vlen(joined);
         rebuild_took(rb, joined);
     }
     assoc_unlock(hv);
@@ -131,7 +147,7 @@ concat_commit(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
 
 /* append/prepend: a new item holding old and new values joined. */
 static item_status_t
-item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
+item_concat(struct item *it, bool append, struct item_store_meta *m,
             struct item_rebuild *rb)
 {
     uint32_t hv = item_hash(it), nvlen = item_vlen(it);
@@ -139,7 +155,7 @@ item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
     uint8_t nkey = item_nkey(it);
 
     if (rb != NULL && rb->fresh != NULL) {
-        return concat_commit(it, append, cas_in, cas_out, rb, hv);
+        return concat_commit(it, append, m, rb, hv);
     }
     assoc_lock(hv);
     struct item *old = do_item_find(key, nkey, hv);
@@ -147,7 +163,7 @@ item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
         assoc_unlock(hv);
         return ITEM_NOT_STORED;
     }
-    if (cas_in != 0 && item_cas(old) != cas_in) {
+    if (m->cas != 0 && item_cas(old) != m->cas) {
         assoc_unlock(hv);
         return ITEM_EXISTS;
     }
@@ -169,8 +185,9 @@ item_concat(struct item *it, bool append, uint64_t cas_in, uint64_t *cas_out,
         return st;
     }
     concat_fill(joined, old, it, append);
-    concat_link(joined, old, hv);
-    *cas_out = item_cas(joined);
+    concat_link(joined, old, hv, m);
+    m->cas_out = item_cas(joined);
+    m->vlen_out = item_vlen(joined);
     rebuild_took(rb, joined);
     assoc_unlock(hv);
     item_release(joined);
@@ -207,11 +224,12 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
     item_status_t st = ITEM_NOT_STORED;
 
     m->cas_out = 0;
+    m->vlen_out = item_vlen(it);
     if (m->key_binary) {
         item_iflags_set(it, ITEM_KEY_BINARY);
     }
     if (op == ITEM_OP_APPEND || op == ITEM_OP_PREPEND) {
-        return item_concat(it, op == ITEM_OP_APPEND, m->cas, &m->cas_out, rb);
+        return item_concat(it, op == ITEM_OP_APPEND, m, rb);
     }
     /* A compared set or replace is a cas, as in memcached's mset. */
     if (m->has_cas && (op == ITEM_OP_SET || op == ITEM_OP_REPLACE)) {
@@ -223,15 +241,15 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
     switch (op) {
     case ITEM_OP_SET:
         if (old != NULL) {
-            do_item_replace(old, it, hv);
+            do_item_replace_as(old, it, hv, store_cas(m, old));
         } else {
-            do_item_link(it, hv);
+            do_item_link_as(it, hv, store_cas(m, NULL));
         }
         st = ITEM_OK;
         break;
     case ITEM_OP_ADD:
         if (old == NULL) {
-            do_item_link(it, hv);
+            do_item_link_as(it, hv, store_cas(m, NULL));
             st = ITEM_OK;
         } else {
             item_iflags_set(old, ITEM_ACTIVE);  /* memcached bumps on a failed add */
@@ -239,7 +257,7 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
         break;
     case ITEM_OP_REPLACE:
         if (old != NULL) {
-            do_item_replace(old, it, hv);
+            do_item_replace_as(old, it, hv, store_cas(m, old));
             st = ITEM_OK;
         }
         break;
@@ -251,7 +269,7 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
             st = ITEM_NOT_FOUND;
         } else if ((m->cas != 0 && item_cas(old) == m->cas) ||
                    store_stale_ok(it, old, m)) {
-            do_item_replace(old, it, hv);
+            do_item_replace_as(old, it, hv, store_cas(m, old));
             st = ITEM_OK;
         } else {
             st = ITEM_EXISTS;
@@ -260,6 +278,7 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
     }
     if (st == ITEM_OK) {
         m->cas_out = item_cas(it);
+        m->vlen_out = item_vlen(it);
     }
     assoc_unlock(hv);
     return st;
@@ -332,6 +351,13 @@ arith_meta_done(struct item *it, struct item_arith_meta *m, uint32_t len)
     m->vlen_out = len;
 }
 
+/* The CAS an arithmetic result gets: the client's (ma E), else the next. */
+static uint64_t
+arith_cas(const struct item_arith_meta *m)
+{
+    return m != NULL && m->has_cas_in ? m->cas_in : item_cas_next();
+}
+
 /* The caller's allocation for the pinned counter: link it if the pinned
  * item is still the key's (and still matches the CAS asked for). */
 static item_status_t
@@ -353,7 +379,7 @@ arith_commit(bool incr, uint64_t delta, uint64_t *result, struct item_arith_meta
         nit->exptime = it->exptime;
         nit->flags = it->flags;
         item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
-        do_item_replace(it, nit, hv);
+        do_item_replace_as(it, nit, hv, arith_cas(m));
         arith_meta_done(nit, m, len);
         rebuild_took(rb, nit);
     }
@@ -393,7 +419,7 @@ item_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
     uint32_t vlen = len + 2 <= it->nbytes ? it->nbytes - 2 : len;
     if (item_refcount(it) == 1 && vlen == item_vlen(it)) {
         write_counter(it, buf, len);
-        item_set_cas(it, item_cas_enabled ? atomic_fetch_add(&item_cas_seq, 1) + 1 : 0);
+        item_set_cas(it, arith_cas(m));
         do_item_bump(it);
         arith_meta_done(it, m, len);
         assoc_unlock(hv);
@@ -407,7 +433,7 @@ item_arith_meta(const char *key, size_t nkey, bool incr, uint64_t delta,
     }
     write_counter(nit, buf, len);
     item_iflags_set(nit, item_iflags(it) & ITEM_KEY_BINARY);
-    do_item_replace(it, nit, hv);
+    do_item_replace_as(it, nit, hv, arith_cas(m));
     arith_meta_done(nit, m, len);
     rebuild_took(rb, nit);
     assoc_unlock(hv);

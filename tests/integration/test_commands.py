@@ -138,9 +138,11 @@ def cas_command():
         # cas after delete
         c.cmd("delete c")
         eq(c.cas("c", "v5", cas4), "NOT_FOUND", "cas after delete")
-        # missing cas argument: memcached says ERROR
-        c.send(b"cas c 0 0 1\r\n")
-        eq(c.read_line(), b"ERROR", "cas without unique")
+        # missing cas argument: memcached 1.6.45 refuses the line and
+        # swallows its data block (1.6.18 said ERROR and read it as a line)
+        c.send(b"cas c 0 0 1\r\nv\r\nversion\r\n")
+        eq(c.read_line(), BAD_FORMAT.encode(), "cas without unique")
+        check(c.read_line().startswith(b"VERSION "), "its data block swallowed")
 
 
 @test
@@ -174,8 +176,8 @@ def get_multi_and_gets():
         c.send(b"get x y z\r\n")
         eq(c.read_line(), b"END")
         # no key
-        eq(c.cmd("get"), "ERROR", "get without key")
-        eq(c.cmd("gets"), "ERROR", "gets without key")
+        eq(c.cmd("get"), BAD_FORMAT, "get without key")
+        eq(c.cmd("gets"), BAD_FORMAT, "gets without key")
         # extra spaces between keys
         c.send(b"get  m2   m3 \r\n")
         r = c.read_values()
@@ -206,9 +208,10 @@ def gat_gats():
         check(r["g"][2] is not None, "gats has cas")
         _, cas = c.gets("g")
         eq(r["g"][2], cas, "gats cas equals gets cas")
-        eq(c.cmd("gat g"), BAD_EXPTIME, "gat without exptime")
+        eq(c.cmd("gat g"), BAD_FORMAT, "gat without key")
         eq(c.cmd("gat abc g"), BAD_EXPTIME, "gat bad exptime")
-        eq(c.cmd("gat"), "ERROR", "gat without args")
+        eq(c.cmd("gat +5 g"), BAD_EXPTIME, "gat exptime digits only")
+        eq(c.cmd("gat"), BAD_FORMAT, "gat without args")
         # gat with negative exptime returns the item, then it is gone
         c.send(b"gat -1 g\r\n")
         eq(c.read_values()["g"][0], b"gv", "gat -1 returns value")
@@ -225,7 +228,7 @@ def touch_command():
         eq(c.cmd("touch t 100"), "TOUCHED")
         eq(c.cmd("touch nokey 100"), "NOT_FOUND")
         eq(c.cmd("touch t abc"), BAD_EXPTIME)
-        eq(c.cmd("touch t"), "ERROR")
+        eq(c.cmd("touch t"), BAD_FORMAT)
         eq(c.get("t"), b"v", "value unchanged by touch")
         eq(c.cmd("touch t -1"), "TOUCHED")
         eq(c.get("t"), None, "touch -1 expires")
@@ -240,10 +243,9 @@ def delete_command():
         eq(c.cmd("delete d"), "NOT_FOUND")
         c.set("d", "v")
         eq(c.cmd("delete d 0"), "DELETED", "delete with legacy 0")
-        eq(c.cmd("delete d 5"),
-           "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
-           "delete with time")
-        eq(c.cmd("delete"), "ERROR")
+        c.set("d", "v")
+        eq(c.cmd("delete d 5"), "DELETED", "extra tokens ignored (1.6.45)")
+        eq(c.cmd("delete"), BAD_FORMAT)
 
 
 # --------------------------------------------------------------------------
@@ -261,8 +263,8 @@ def incr_decr_basic():
         eq(c.cmd("incr nokey 1"), "NOT_FOUND")
         eq(c.cmd("decr nokey 1"), "NOT_FOUND")
         eq(c.get("nokey"), None, "incr does not create")
-        eq(c.cmd("incr n"), "ERROR", "incr without delta")
-        eq(c.cmd("incr"), "ERROR")
+        eq(c.cmd("incr n"), BAD_FORMAT, "incr without delta")
+        eq(c.cmd("incr"), BAD_FORMAT)
 
 
 @test
@@ -422,7 +424,7 @@ def version_verbosity_quit():
         check(v.startswith("VERSION ") and len(v) > 8, "version: %r" % v)
         eq(c.cmd("verbosity 1"), "OK")
         eq(c.cmd("verbosity 0"), "OK")
-        eq(c.cmd("verbosity"), "ERROR")
+        eq(c.cmd("verbosity"), BAD_FORMAT)
         c.send(b"verbosity 1 noreply\r\n")
         assert_alive(c)
         c.send(b"quit\r\n")
@@ -436,8 +438,8 @@ def unknown_commands():
     with srv() as s, s.client() as c:
         eq(c.cmd("foo"), "ERROR")
         eq(c.cmd("GET a"), "ERROR", "commands are case sensitive")
-        eq(c.cmd(""), "ERROR", "empty line")
-        eq(c.cmd("set a 0 0"), "ERROR", "too few tokens")
+        eq(c.cmd(""), BAD_FORMAT, "empty line")
+        eq(c.cmd("set a 0 0"), BAD_FORMAT, "too few tokens")
         assert_alive(c)
 
 
@@ -452,8 +454,9 @@ def bad_storage_lines():
         eq(c.read_line(), b"STORED")
         c.send(b"set a 0 0 3\r\nabcde\r\n")
         eq(c.read_line(), BAD_CHUNK.encode(), "bad data chunk")
-        # memcached parses the leftover "e\r\n" as a command -> ERROR
-        eq(c.read_line(), b"ERROR", "leftover after bad chunk")
+        # memcached parses the leftover "\r\n" as a line: 1.6.45 says
+        # it is too short to be a command (1.6.18: ERROR)
+        eq(c.read_line(), BAD_FORMAT.encode(), "leftover after bad chunk")
         assert_alive(c)
         eq(c.get("a"), b"x", "bad data chunk leaves the old item")
 
@@ -471,6 +474,8 @@ def bad_flags_first_line():
 
 @test
 def slabcache_swallows_rejected_data_block():
+    """As memcached 1.6.45 does (test_differential.py compares it there);
+    1.6.18 read the block as commands."""
     slabcache_only()
     with srv() as s:
         for line in (b"set a abc 0 7", b"set a 0 abc 7", b"add a -1 0 7",

@@ -1134,10 +1134,10 @@ START_TEST(test_meta_delete_marks_stale)
     it = get("st");
     uint64_t cas = item_cas(it);
     item_release(it);
-    ck_assert_int_eq(item_meta_delete("st", 2, true, cas + 1, true, false, 0, NULL, NULL),
+    ck_assert_int_eq(item_meta_delete("st", 2, true, cas + 1, true, false, 0, NULL, NULL, NULL),
                      ITEM_EXISTS);
     ck_assert_int_eq(item_meta_delete("st", 2, true, cas, true, true,
-                                      clock_exptime(30), NULL, NULL), ITEM_OK);
+                                      clock_exptime(30), NULL, NULL, NULL), ITEM_OK);
     it = item_meta_get("st", 2, &g, &miss, NULL);
     ck_assert_ptr_nonnull(it);
     ck_assert(g.stale && g.won && !g.token_sent);
@@ -1148,9 +1148,73 @@ START_TEST(test_meta_delete_marks_stale)
     ck_assert(g.stale && !g.won && g.token_sent);
     item_release(it);
     /* without I it goes */
-    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL), ITEM_OK);
-    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL),
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL, NULL), ITEM_OK);
+    ck_assert_int_eq(item_meta_delete("st", 2, false, 0, false, false, 0, NULL, NULL, NULL),
                      ITEM_NOT_FOUND);
+}
+END_TEST
+
+/*
+ * meta E: a change gives the item the client's CAS instead of the next of
+ * the sequence (ms, the stale mark of md I, ma, the item mg N creates);
+ * md x keeps the item's own CAS (keep_cas). Without them the sequence
+ * goes on.
+ */
+START_TEST(test_cas_given_by_the_client)
+{
+    struct item *it;
+    uint64_t v;
+    uint8_t cls;
+
+    ck_assert_int_eq(make_item("e", "ab", 2, 0, 0, &it), ITEM_OK);
+    struct item_store_meta sm = { .has_cas_in = true, .cas_in = 973 };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_SET, &sm, NULL), ITEM_OK);
+    ck_assert_uint_eq(sm.cas_out, 973);
+    ck_assert_uint_eq(sm.vlen_out, 2);
+    item_release(it);
+    it = get("e");
+    ck_assert_uint_eq(item_cas(it), 973);
+    item_release(it);
+    /* append: the joined item gets it, and its length is the joined one */
+    ck_assert_int_eq(make_item("e", "cd", 2, 0, 0, &it), ITEM_OK);
+    struct item_store_meta am = { .has_cas = true, .cas = 973, .has_cas_in = true,
+                                  .cas_in = 4000 };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_APPEND, &am, NULL), ITEM_OK);
+    ck_assert_uint_eq(am.cas_out, 4000);
+    ck_assert_uint_eq(am.vlen_out, 4);
+    item_release(it);
+    /* keep_cas: a replacement keeps the replaced item's CAS */
+    ck_assert_int_eq(make_item("e", "", 0, 0, 0, &it), ITEM_OK);
+    struct item_store_meta km = { .keep_cas = true };
+    ck_assert_int_eq(item_store_meta(it, ITEM_OP_REPLACE, &km, NULL), ITEM_OK);
+    ck_assert_uint_eq(km.cas_out, 4000);
+    item_release(it);
+    /* arithmetic */
+    ck_assert_int_eq(set("n", "5"), ITEM_OK);
+    struct item_arith_meta nm = { .has_cas_in = true, .cas_in = 123 };
+    ck_assert_int_eq(item_arith_meta("n", 1, true, 1, &v, &cls, &nm, NULL), ITEM_OK);
+    ck_assert_uint_eq(v, 6);
+    ck_assert_uint_eq(nm.cas_out, 123);
+    /* the stale mark of md I */
+    uint64_t given = 55;
+    ck_assert_int_eq(item_meta_delete("n", 1, false, 0, true, false, 0, &given, NULL, NULL),
+                     ITEM_OK);
+    it = get("n");
+    ck_assert_uint_eq(item_cas(it), 55);
+    item_release(it);
+    /* an item mg N creates */
+    struct item_meta_get g = { .vivify = true, .has_cas_in = true, .cas_in = 9876 };
+    item_miss_t miss;
+    it = item_meta_get("viv", 3, &g, &miss, NULL);
+    ck_assert_ptr_nonnull(it);
+    ck_assert(g.created);
+    ck_assert_uint_eq(item_cas(it), 9876);
+    item_release(it);
+    /* none given: the sequence goes on past what it had handed out */
+    ck_assert_int_eq(set("f", "x"), ITEM_OK);
+    it = get("f");
+    ck_assert_uint_lt(item_cas(it), 55);
+    item_release(it);
 }
 END_TEST
 
@@ -1454,6 +1518,7 @@ item_suite(void)
     tcase_add_test(tc, test_meta_get_vivify_holds_one_reference);
     tcase_add_test(tc, test_meta_delete_marks_stale);
     tcase_add_test(tc, test_store_meta_cas_rules);
+    tcase_add_test(tc, test_cas_given_by_the_client);
     tcase_add_test(tc, test_arith_meta_cas_and_ttl);
     tcase_add_test(tc, test_lru_reclaims_flushed);
     suite_add_tcase(s, tc);

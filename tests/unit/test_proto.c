@@ -17,8 +17,6 @@ static const char E_ERROR[] = "ERROR";
 static const char E_FORMAT[] = "CLIENT_ERROR bad command line format";
 static const char E_DELTA[] = "CLIENT_ERROR invalid numeric delta argument";
 static const char E_EXPTIME[] = "CLIENT_ERROR invalid exptime argument";
-static const char E_DELETE[] =
-    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
 
 static struct proto_req req;
 static size_t used;
@@ -143,9 +141,8 @@ START_TEST(test_get_single) {
     ck_assert(!req.noreply);
     expect_ok("gets foo\n", PROTO_CMD_GETS);
     expect_key("foo");
-    /* memcached still serves the long-gone "bget" as a plain get. */
-    expect_ok("bget foo\r\n", PROTO_CMD_GET);
-    expect_key("foo");
+    /* memcached 1.6.45 no longer serves the long-gone "bget". */
+    expect_err("bget foo\r\n", E_ERROR);
     /* noreply means nothing to get: it is just a key. */
     expect_ok("get noreply\r\n", PROTO_CMD_GET);
     expect_key("noreply");
@@ -156,8 +153,8 @@ START_TEST(test_get_multi) {
     expect_ok("get a bb  ccc \r\n", PROTO_CMD_GET);
     expect_key("a");
     expect_keys("a bb ccc");
-    expect_ok("  gets x y\r\n", PROTO_CMD_GETS);
-    expect_keys("x y");
+    /* The command is what precedes the first space: none here. */
+    expect_err("  gets x y\r\n", E_ERROR);
 }
 END_TEST
 
@@ -186,11 +183,12 @@ START_TEST(test_get_many_keys) {
 END_TEST
 
 START_TEST(test_get_arity) {
-    expect_err("get\r\n", E_ERROR);
-    expect_err("get \r\n", E_ERROR);
-    expect_err("gets\r\n", E_ERROR);
-    expect_err("gat\r\n", E_ERROR);
-    expect_err("gats\r\n", E_ERROR);
+    expect_err("get\r\n", E_FORMAT);
+    expect_err("get \r\n", E_FORMAT);
+    expect_err("gets\r\n", E_FORMAT);
+    expect_err("gat\r\n", E_FORMAT);
+    expect_err("gats\r\n", E_FORMAT);
+    expect_err("gat 0\r\n", E_FORMAT);     /* an exptime, no key */
     /* Tab is not a separator: "get\tk" is an unknown command. */
     expect_err("get\tk\r\n", E_ERROR);
 }
@@ -233,17 +231,13 @@ START_TEST(test_gat) {
     expect_ok("gats -1 k\r\n", PROTO_CMD_GATS);
     ck_assert_int_eq(req.exptime, -1);
     expect_keys("k");
-    /* memcached answers "gat 0" with a bare END: no key is fine. */
-    expect_ok("gat 0\r\n", PROTO_CMD_GAT);
-    ck_assert_ptr_null(req.key);
-    expect_keys("");
-    expect_ok("gats 0  \r\n", PROTO_CMD_GATS);
-    expect_keys("");
-    /* exptime is memcached's int32 reading of the number. */
-    expect_ok("gat 4294967295 k\r\n", PROTO_CMD_GAT);
-    ck_assert_int_eq(req.exptime, -1);
-    expect_ok("gat 4294967296 k\r\n", PROTO_CMD_GAT);
-    ck_assert_int_eq(req.exptime, 0);
+    /* 1.6.18 answered "gat 0" with a bare END; 1.6.45 wants a key. */
+    expect_err("gats 0  \r\n", E_FORMAT);
+    /* exptime: digits only (after a '-'), within 32 bits. */
+    expect_ok("gat 2147483647 k\r\n", PROTO_CMD_GAT);
+    ck_assert_int_eq(req.exptime, INT32_MAX);
+    expect_err("gat 4294967295 k\r\n", E_EXPTIME);
+    expect_err("gat +5 k\r\n", E_EXPTIME);
     expect_err("gat abc k\r\n", E_EXPTIME);
     expect_err("gat 99999999999999999999 k\r\n", E_EXPTIME);
     expect_err("gats 1x k\r\n", E_EXPTIME);
@@ -294,14 +288,18 @@ START_TEST(test_set_noreply) {
 END_TEST
 
 START_TEST(test_set_arity) {
-    expect_err("set k 0 0\r\n", E_ERROR);
+    expect_err("set k 0 0\r\n", E_FORMAT);
     ck_assert(!req.swallow);
-    expect_err("set k 0 0 1 noreply extra\r\n", E_ERROR);
-    ck_assert(!req.swallow);
-    ck_assert(!req.noreply); /* arity is checked before noreply */
-    expect_err("set\r\n", E_ERROR);
-    expect_err("add k 0 0\r\n", E_ERROR);
-    expect_err("prepend k\r\n", E_ERROR);
+    expect_err("set k 0 0 noreply\r\n", E_FORMAT);
+    ck_assert(!req.noreply); /* the length is checked before noreply */
+    expect_err("set\r\n", E_FORMAT);
+    expect_err("add k 0 0\r\n", E_FORMAT);
+    expect_err("prepend k\r\n", E_FORMAT);
+    /* Tokens past the command's are ignored; noreply only counts last. */
+    expect_ok("set k 0 0 1 noreply extra\r\n", PROTO_CMD_SET);
+    ck_assert(!req.noreply);
+    expect_ok("set k 0 0 1 x y noreply\r\n", PROTO_CMD_SET);
+    ck_assert(req.noreply);
 }
 END_TEST
 
@@ -355,14 +353,16 @@ START_TEST(test_set_bad_length) {
     snprintf(line, sizeof(line), "set %s 0 0 x\r\n", fill(key, 'a', 251));
     expect_err(line, E_FORMAT);
     ck_assert(!req.swallow);
-    /* "noreply" as the length both silences and fails the command. */
-    expect_err("set k 0 0 noreply\r\n", E_FORMAT);
-    ck_assert(req.noreply);
+    /* A length that is not a number is answered, noreply or not. */
+    expect_err("set k 0 0 x noreply\r\n", E_FORMAT);
+    ck_assert(!req.noreply);
     ck_assert(!req.swallow);
+    expect_err("set k 0 0 +1\r\n", E_FORMAT);
 }
 END_TEST
 
-/* memcached parses with strtol()/strtoul() and truncates to 32 bits. */
+/* memcached parses flags and exptime with strtol()/strtoul() and
+ * truncates them to 32 bits; the length is digits only. */
 START_TEST(test_set_number_quirks) {
     expect_ok("set k +5 0 1\r\n", PROTO_CMD_SET);
     ck_assert_uint_eq(req.flags, 5);
@@ -382,11 +382,10 @@ START_TEST(test_set_number_quirks) {
     ck_assert_int_eq(req.exptime, -1);
     expect_ok("set k 0 4294967296 1\r\n", PROTO_CMD_SET);
     ck_assert_int_eq(req.exptime, 0);
-    expect_ok("set k 0 0 4294967297\r\n", PROTO_CMD_SET);
-    ck_assert_uint_eq(req.vlen, 1);
-    /* Only one "\r" is stripped; the second ends the number. */
-    expect_ok("set k 0 0 1\r\r\n", PROTO_CMD_SET);
-    ck_assert_uint_eq(req.vlen, 1);
+    expect_err("set k 0 0 4294967297\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    /* Only one "\r" is stripped; the second is part of the length. */
+    expect_err("set k 0 0 1\r\r\n", E_FORMAT);
     expect_err("set k + 0 1\r\n", E_FORMAT);
     expect_err("set k 0 - 1\r\n", E_FORMAT);
 }
@@ -405,8 +404,13 @@ START_TEST(test_cas) {
     ck_assert(req.noreply);
     expect_ok("cas k 0 0 1 5 junk\r\n", PROTO_CMD_CAS);
     ck_assert(!req.noreply);
-    expect_err("cas k 0 0 1\r\n", E_ERROR);
-    expect_err("cas k 0 0 1 99 noreply extra\r\n", E_ERROR);
+    /* No cas value: the data block is swallowed (memcached's cas.t). */
+    expect_err("cas k 0 0 1\r\n", E_FORMAT);
+    ck_assert(req.swallow);
+    ck_assert_uint_eq(req.vlen, 1);
+    expect_ok("cas k 0 0 1 99 noreply extra\r\n", PROTO_CMD_CAS);
+    ck_assert(!req.noreply);
+    expect_err("cas k 0 0 1 +5\r\n", E_FORMAT);
     expect_err("cas k 0 0 1 -1\r\n", E_FORMAT);
     ck_assert(req.swallow);
     expect_err("cas k 0 0 1 18446744073709551616\r\n", E_FORMAT);
@@ -429,19 +433,16 @@ START_TEST(test_incr_decr) {
     ck_assert(req.noreply);
     expect_ok("incr k 1 junk\r\n", PROTO_CMD_INCR);
     ck_assert(!req.noreply);
-    /* strtoull() wraps "-N"; memcached only rejects a negative-looking wrap. */
-    expect_ok("incr k -9223372036854775809\r\n", PROTO_CMD_INCR);
-    ck_assert_uint_eq(req.delta, 9223372036854775807u);
-    expect_ok("incr k -18446744073709551615\r\n", PROTO_CMD_INCR);
-    ck_assert_uint_eq(req.delta, 1);
-    expect_err("incr k -9223372036854775808\r\n", E_DELTA);
+    /* digits only: 1.6.18's strtoull() wrapped "-N" */
+    expect_err("incr k -18446744073709551615\r\n", E_DELTA);
+    expect_err("incr k +1\r\n", E_DELTA);
     expect_err("incr k abc\r\n", E_DELTA);
     expect_err("incr k -1\r\n", E_DELTA);
     expect_err("decr k 18446744073709551616\r\n", E_DELTA);
     expect_err("incr k abc noreply\r\n", E_DELTA);
     ck_assert(req.noreply);
-    expect_err("incr k\r\n", E_ERROR);
-    expect_err("decr k 1 2 3\r\n", E_ERROR);
+    expect_err("incr k\r\n", E_FORMAT);
+    expect_ok("decr k 1 2 3\r\n", PROTO_CMD_DECR);
 }
 END_TEST
 
@@ -467,8 +468,9 @@ START_TEST(test_touch) {
     expect_err("touch k abc\r\n", E_EXPTIME);
     expect_err("touch k noreply\r\n", E_EXPTIME);
     ck_assert(req.noreply);
-    expect_err("touch k\r\n", E_ERROR);
-    expect_err("touch k 1 2 3\r\n", E_ERROR);
+    expect_err("touch k +1\r\n", E_EXPTIME);
+    expect_err("touch k\r\n", E_FORMAT);
+    expect_ok("touch k 1 2 3\r\n", PROTO_CMD_TOUCH);
     snprintf(line, sizeof(line), "touch %s 1\r\n", fill(key, 'a', 251));
     expect_err(line, E_FORMAT);
 }
@@ -480,28 +482,23 @@ START_TEST(test_delete) {
     expect_ok("delete k\r\n", PROTO_CMD_DELETE);
     expect_key("k");
     ck_assert(!req.noreply);
-    expect_ok("delete k 0\r\n", PROTO_CMD_DELETE);
-    ck_assert(!req.noreply);
     expect_ok("delete k noreply\r\n", PROTO_CMD_DELETE);
     ck_assert(req.noreply);
+    /* 1.6.18's hold time ("0" only) is gone: extra tokens are ignored. */
+    expect_ok("delete k 0\r\n", PROTO_CMD_DELETE);
+    ck_assert(!req.noreply);
+    expect_ok("delete k 1\r\n", PROTO_CMD_DELETE);
     expect_ok("delete k 0 noreply\r\n", PROTO_CMD_DELETE);
     ck_assert(req.noreply);
-    /* Without extra tokens "noreply" is the key. */
+    expect_ok("delete k 0 noreply x\r\n", PROTO_CMD_DELETE);
+    ck_assert(!req.noreply);
+    /* The last token counts even as the key: deleted, silently. */
     expect_ok("delete noreply\r\n", PROTO_CMD_DELETE);
     expect_key("noreply");
-    ck_assert(!req.noreply);
-    expect_err("delete k 1\r\n", E_DELETE);
-    ck_assert(!req.noreply);
-    expect_err("delete k 0 0\r\n", E_DELETE);
-    expect_err("delete k 1 noreply\r\n", E_DELETE);
     ck_assert(req.noreply);
-    expect_err("delete k 0 noreply x\r\n", E_ERROR);
-    expect_err("delete\r\n", E_ERROR);
+    expect_err("delete\r\n", E_FORMAT);
     snprintf(line, sizeof(line), "delete %s\r\n", fill(key, 'a', 251));
     expect_err(line, E_FORMAT);
-    /* The usage check runs before the key check. */
-    snprintf(line, sizeof(line), "delete %s 1\r\n", fill(key, 'a', 251));
-    expect_err(line, E_DELETE);
 }
 END_TEST
 
@@ -527,7 +524,9 @@ START_TEST(test_flush_all) {
     expect_err("flush_all abc noreply\r\n", E_EXPTIME);
     ck_assert(req.noreply);
     expect_err("flush_all noreply noreply\r\n", E_EXPTIME);
-    expect_err("flush_all 1 2 3\r\n", E_ERROR);
+    expect_ok("flush_all 1 2 3\r\n", PROTO_CMD_FLUSH_ALL);
+    ck_assert_int_eq(req.arg, 1);
+    expect_err("flush_all +1\r\n", E_EXPTIME);
 }
 END_TEST
 
@@ -540,8 +539,11 @@ START_TEST(test_verbosity) {
     ck_assert(req.noreply);
     expect_ok("verbosity 1 junk\r\n", PROTO_CMD_VERBOSITY);
     ck_assert(!req.noreply);
-    expect_err("verbosity\r\n", E_ERROR);
-    expect_err("verbosity 1 2 3\r\n", E_ERROR);
+    expect_err("verbosity\r\n", E_FORMAT);
+    expect_ok("verbosity 1 2 3\r\n", PROTO_CMD_VERBOSITY);
+    expect_err("verbosity +1\r\n", E_FORMAT);
+    /* an admin command: known by its first token, leading spaces or not */
+    expect_ok("  verbosity 1\r\n", PROTO_CMD_VERBOSITY);
     expect_err("verbosity abc\r\n", E_FORMAT);
     expect_err("verbosity -1\r\n", E_FORMAT);
     expect_err("verbosity noreply\r\n", E_FORMAT);
@@ -561,7 +563,7 @@ START_TEST(test_cache_memlimit) {
     expect_err("cache_memlimit abc noreply\r\n", E_ERROR);
     ck_assert(req.noreply);
     expect_err("cache_memlimit\r\n", E_ERROR);
-    expect_err("cache_memlimit 1 2 3\r\n", E_ERROR);
+    expect_ok("cache_memlimit 1 2 3\r\n", PROTO_CMD_CACHE_MEMLIMIT);
 }
 END_TEST
 
@@ -602,11 +604,21 @@ END_TEST
 START_TEST(test_unknown) {
     expect_err("foo\r\n", E_ERROR);
     ck_assert_int_eq(req.cmd, PROTO_CMD_NONE);
-    expect_err("a\r\n", E_ERROR);
-    expect_err("\r\n", E_ERROR);
-    expect_err("\n", E_ERROR);
+    /* Shorter than "mn\r\n": a bad line, not an unknown command. */
+    expect_err("a\r\n", E_FORMAT);
+    expect_err("ab\n", E_FORMAT);
+    expect_err("\r\n", E_FORMAT);
+    expect_err("\n", E_FORMAT);
+    expect_err("ab\r\n", E_ERROR);
     expect_err("   \r\n", E_ERROR);
+    expect_err(" set k 0 0 1\r\n", E_ERROR);  /* the command is "" */
     expect_err("mz k v\r\n", E_ERROR);      /* not a meta command */
+    ck_assert(!req.noreply);
+    /* An unknown command is answered with nothing under noreply. */
+    expect_err("foo noreply\r\n", E_ERROR);
+    ck_assert(req.noreply);
+    expect_err("mz k noreply\r\n", E_ERROR);
+    ck_assert(req.noreply);
     expect_err("GETS k\r\n", E_ERROR);
     expect_err("sets k 0 0 1\r\n", E_ERROR);
 }
@@ -614,18 +626,16 @@ END_TEST
 
 START_TEST(test_http_close) {
     ck_assert_int_eq(parse("GET / HTTP/1.1\r\n"), PROTO_CLOSE);
-    ck_assert_int_eq(parse("HTTP/1.1\r\n"), PROTO_CLOSE);
     ck_assert_int_eq(parse("POST /x HTTP/1.0\n"), PROTO_CLOSE);
-    /* Only the last token counts... */
+    /* A token before it, and only the last token counts... */
+    expect_err("HTTP/1.1\r\n", E_ERROR);
     expect_err("foo HTTP/1.0 x\r\n", E_ERROR);
-    /* ...and only for commands outside memcached's per-letter branches. */
-    expect_err("sfoo HTTP/1.1\r\n", E_ERROR);
-    expect_err("gx HTTP/1.1\r\n", E_ERROR);
-    expect_err("tx HTTP/1.1\r\n", E_ERROR);
-    expect_err("dx HTTP/1.1\r\n", E_ERROR);
-    expect_err("mz HTTP/1.1\r\n", E_ERROR);
-    expect_ok("mg HTTP/1.1\r\n", PROTO_CMD_MG);   /* a key like any other */
+    /* ...for any unknown command (1.6.18 skipped some first letters). */
+    ck_assert_int_eq(parse("sfoo HTTP/1.1\r\n"), PROTO_CLOSE);
+    ck_assert_int_eq(parse("gx HTTP/1.1\r\n"), PROTO_CLOSE);
+    ck_assert_int_eq(parse("mz HTTP/1.1\r\n"), PROTO_CLOSE);
     ck_assert_int_eq(parse("mgx HTTP/1.1\r\n"), PROTO_CLOSE);
+    expect_ok("mg HTTP/1.1\r\n", PROTO_CMD_MG);   /* a key like any other */
 }
 END_TEST
 
@@ -753,7 +763,7 @@ START_TEST(test_split_feed) {
     feed_bytewise("incr k 18446744073709551615\r\n", PROTO_OK);
     feed_bytewise("set k abc 0 5\r\n", PROTO_ERROR);
     ck_assert(req.swallow);
-    feed_bytewise("delete k 1\r\n", PROTO_ERROR);
+    feed_bytewise("delete\r\n", PROTO_ERROR);
     feed_bytewise("stats slabs\r\n", PROTO_OK);
     expect_sub("slabs");
     feed_bytewise("bogus\r\n", PROTO_ERROR);
@@ -1116,26 +1126,40 @@ END_TEST
 START_TEST(test_meta_errors) {
     char line[600], key[300];
 
-    expect_err("mg\r\n", E_ERROR);
-    expect_err("ms\r\n", E_ERROR);
+    expect_err("mg\r\n", E_FORMAT);
+    expect_err("ms\r\n", E_FORMAT);
+    expect_err("ms foo\r\n", E_FORMAT);
     snprintf(line, sizeof(line), "mg %s v\r\n", fill(key, 'k', 251));
     expect_err(line, E_FORMAT);
     expect_err("mg foo zz\r\n", "CLIENT_ERROR invalid flag");
     expect_err("mg foo v v\r\n", "CLIENT_ERROR duplicate flag");
-    expect_err("md foo v v\r\n", "CLIENT_ERROR invalid or duplicate flag");
+    /* md answers its flag errors as mg does; ma has one text for all */
+    expect_err("md foo v v\r\n", "CLIENT_ERROR duplicate flag");
     expect_err("ma foo zz\r\n", "CLIENT_ERROR invalid or duplicate flag");
     expect_err("mg foo T\r\n", "CLIENT_ERROR bad token in command line format");
     expect_err("mg foo Fx\r\n", E_FORMAT);
+    /* flag numbers are digits only */
+    expect_err("mg foo T+5\r\n", "CLIENT_ERROR bad token in command line format");
+    expect_err("ma foo D+5\r\n", "CLIENT_ERROR invalid or duplicate flag");
+    /* a flag token that starts with neither a letter nor a digit fails
+     * the line before any flag is judged */
+    expect_err("mg foo v \xff\r\n", E_FORMAT);
+    expect_err("ma foo !\r\n", E_FORMAT);
+    expect_err("ms foo 2 {\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
+    /* x is a flag (md: empty the value, keep the item) */
+    expect_ok("md foo x\r\n", PROTO_CMD_MD);
+    ck_assert(proto_meta_has(&req.meta, 'x'));
     expect_err("ma foo Dx\r\n", "CLIENT_ERROR invalid or duplicate flag");
     expect_err("ma foo MX\r\n", "CLIENT_ERROR invalid mode for ma M token");
     expect_err("mg foo O123456789012345678901234567890123\r\n",
                "CLIENT_ERROR opaque token too long");
-    /* 17 flags fit memcached's 20 tokens (command, key, end mark), 18 do not */
-    expect_ok("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I\r\n", PROTO_CMD_MG);
-    expect_err("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I F1\r\n",
+    /* 18 flags fit memcached 1.6.45's 20 tokens (command, key), 19 do not */
+    expect_ok("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I F1\r\n", PROTO_CMD_MG);
+    expect_err("mg foo v c f h k l O1 q s t u P L T1 N1 R1 I F1 x\r\n",
                "CLIENT_ERROR options flags are too long");
-    expect_err("md foo v c f h k l O1 q s t u P L T1 N1 R1 I F1\r\n",
-               "CLIENT_ERROR options flags too long");
+    expect_err("md foo v c f h k l O1 q s t u P L T1 N1 R1 I F1 x\r\n",
+               "CLIENT_ERROR options flags are too long");
     /* errors are answered even under q */
     expect_err("mg foo q zz\r\n", "CLIENT_ERROR invalid flag");
     ck_assert(!req.noreply);
@@ -1163,8 +1187,18 @@ START_TEST(test_meta_set) {
     ck_assert_uint_eq(req.vlen, 5);
     expect_err("ms foo 5 v v\r\n", "CLIENT_ERROR duplicate flag");
     ck_assert(req.swallow);
-    expect_err("ms foo 5 MEE\r\n", "CLIENT_ERROR incorrect length for M token");
+    /* M's mode is the letter after it, whatever follows (1.6.45) */
+    expect_ok("ms foo 5 MEE\r\n", PROTO_CMD_MS);
+    ck_assert_int_eq(req.meta.mode, 'E');
+    expect_err("ms foo 5 M\r\n", "CLIENT_ERROR invalid mode for ms M token");
     ck_assert(req.swallow);
+    /* E: the CAS the stored item gets */
+    expect_ok("ms foo 5 E973\r\n", PROTO_CMD_MS);
+    ck_assert(proto_meta_has(&req.meta, 'E'));
+    ck_assert_uint_eq(req.meta.cas_in, 973);
+    expect_err("ms foo 5 Ex\r\n", "CLIENT_ERROR bad token in command line format");
+    expect_err("ms foo +5\r\n", E_FORMAT);
+    ck_assert(!req.swallow);
 }
 END_TEST
 
@@ -1172,10 +1206,14 @@ START_TEST(test_meta_base64_key) {
     expect_ok("mg Zm9v b v\r\n", PROTO_CMD_MG);
     expect_key("foo");
     ck_assert(req.meta.key_binary);
+    /* me decodes only when a token follows the b, as 1.6.45 does */
     expect_ok("me Zm9v b\r\n", PROTO_CMD_ME);
+    expect_key("Zm9v");
+    expect_ok("me Zm9v b x\r\n", PROTO_CMD_ME);
     expect_key("foo");
     expect_err("mg !!!! b\r\n", "CLIENT_ERROR error decoding key");
-    expect_err("me !!!! b\r\n", E_FORMAT);
+    expect_ok("me !!!! b\r\n", PROTO_CMD_ME);
+    expect_err("me !!!! b x\r\n", E_FORMAT);
     /* memcached's leniency: stray characters skipped, '=' ends the key */
     expect_ok("mg Zm9v!! b\r\n", PROTO_CMD_MG);
     expect_key("foo");
