@@ -136,6 +136,7 @@ typedef enum stats_section {
     STATS_ITEMS,
     STATS_SIZES,
     STATS_SIZING,
+    STATS_SLABCACHE,            /* slabcache's own figures (`stats slabcache`) */
     STATS_CONNS,
     STATS_UNKNOWN,
 } stats_section_t;

@@ -269,6 +269,8 @@ stats_render_json(stats_write_fn w, void *ctx)
     put(w, ctx, ",\n  ");
     json_section(w, ctx, "sizing", STATS_SIZING, "classes");
     put(w, ctx, ",\n  ");
+    json_section(w, ctx, "slabcache", STATS_SLABCACHE, "classes");
+    put(w, ctx, ",\n  ");
     json_section(w, ctx, "conns", STATS_CONNS, "connections");
     put(w, ctx, "\n}\n");
 }
@@ -286,6 +288,7 @@ typedef enum prom_src {
     PROM_SETTINGS,              /* `stats settings` */
     PROM_SLABS,                 /* `stats slabs`, N:field */
     PROM_ITEMS,                 /* `stats items`, items:N:field */
+    PROM_OWN,                   /* `stats slabcache` */
 } prom_src_t;
 
 struct prom_metric {
@@ -333,10 +336,10 @@ static const struct prom_metric prom_scalars[] = {
     { "memcached_lru_crawler_moves_to_warm_total", "counter", "memcached's segment moves (no segments here).", PROM_GENERAL, "moves_to_warm" },
     { "memcached_lru_crawler_moves_within_lru_total", "counter", "memcached's segment moves (no segments here).", PROM_GENERAL, "moves_within_lru" },
     { "slabcache_slabs_moved_total", "counter", "Slabs re-carved for another class.", PROM_GENERAL, "slabs_moved" },
-    { "slabcache_slab_evict_skipped_busy_total", "counter", "Victim slabs passed over because an item in them was in use.", PROM_GENERAL, "slab_evict_skipped_busy" },
+    { "slabcache_slab_evict_skipped_busy_total", "counter", "Victim slabs passed over because an item in them was in use.", PROM_OWN, "slab_evict_skipped_busy" },
     { "slabcache_slab_reassign_rescues_total", "counter", "Live items moved out of a slab being emptied.", PROM_GENERAL, "slab_reassign_rescues" },
-    { "slabcache_background_evictions_total", "counter", "Items the background evictor freed.", PROM_GENERAL, "bg_evictions" },
-    { "slabcache_background_evictor_runs_total", "counter", "Background evictor wake-ups.", PROM_GENERAL, "bg_evictor_runs" },
+    { "slabcache_background_evictions_total", "counter", "Items the background evictor freed.", PROM_OWN, "bg_evictions" },
+    { "slabcache_background_evictor_runs_total", "counter", "Background evictor wake-ups.", PROM_OWN, "bg_evictor_runs" },
 };
 
 /* memcached_commands_total{command,status} and the per-slab ones. */
@@ -404,7 +407,7 @@ static const char *const prom_lru_fields[] = { "hits_to_cold", "hits_to_hot", "h
                                                "hits_to_warm" };
 
 struct prom_sections {
-    struct stats_pairs general, settings, slabs, items;
+    struct stats_pairs general, settings, slabs, items, own;
 };
 
 static const struct stats_pairs *
@@ -415,6 +418,7 @@ prom_pairs(const struct prom_sections *s, prom_src_t src)
     case PROM_SETTINGS: return &s->settings;
     case PROM_SLABS:    return &s->slabs;
     case PROM_ITEMS:    return &s->items;
+    case PROM_OWN:      return &s->own;
     }
     return &s->general;
 }
@@ -602,6 +606,7 @@ stats_render_prometheus(stats_write_fn w, void *ctx)
     pairs_collect(&s.settings, STATS_SETTINGS);
     pairs_collect(&s.slabs, STATS_SLABS);
     pairs_collect(&s.items, STATS_ITEMS);
+    pairs_collect(&s.own, STATS_SLABCACHE);
     prom_general(w, ctx, &s);
     prom_slabs(w, ctx, &s);
     pairs_collect(&sizing, STATS_SIZING);
@@ -611,4 +616,5 @@ stats_render_prometheus(stats_write_fn w, void *ctx)
     pairs_free(&s.settings);
     pairs_free(&s.slabs);
     pairs_free(&s.items);
+    pairs_free(&s.own);
 }

@@ -54,6 +54,7 @@ static const struct {
     { "items", STATS_ITEMS },
     { "sizes", STATS_SIZES },
     { "sizing", STATS_SIZING },
+    { "slabcache", STATS_SLABCACHE },
     { "conns", STATS_CONNS },
 };
 
@@ -251,27 +252,31 @@ static const char *const no_resp_objs[] = {
     "response_obj_oom", "response_obj_count", "response_obj_bytes", NULL
 };
 static const char *const no_page_mover[] = {
-    "slab_reassign_chunk_rescues",
-    "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
+    "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
     "slab_reassign_busy_items", "slab_reassign_busy_deletes",
-    "slab_reassign_running", NULL
+    "slab_reassign_busy_nomem", NULL
 };
 static const char *const no_napi[] = {
     "unexpected_napi_ids", "round_robin_fallback", NULL
 };
+/* The segmented LRU's, shown as memcached shows them with its maintainer
+ * thread (its default; -o no_lru_maintainer hides them as it does). */
 static const char *const no_segmented_lru[] = {
-    "lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+    "moves_to_cold", "moves_to_warm", "moves_within_lru",
     "direct_reclaims", "lru_bumps_dropped", NULL
 };
 
-/* memcached's `stats`, field for field and in its order, then slabcache's. */
+/*
+ * memcached 1.6.45's `stats`, field for field and in its order: tools and
+ * its t/stats.t count them. slabcache's own figures are `stats slabcache`
+ * (emit_own), and in the admin port's JSON and Prometheus output.
+ */
 static void
 emit_general(stats_emit_fn emit, void *ctx)
 {
     struct stats_thread t;
     struct item_stats is;
     struct rusage ru;
-    char buf[64];
 
     sum_threads(&t);
     item_get_stats(&is);
@@ -333,12 +338,18 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "slab_reassign_rescues", is.slab_rescues);
     emit_zeros(emit, ctx, no_page_mover);
+    emit_str(emit, ctx, "slab_reassign_last_busy_status", "none");
+    emit_u64(emit, ctx, "slab_reassign_running", 0);
     struct slab_evict_figures g;
     slab_evict_global(&g);
     emit_u64(emit, ctx, "slabs_moved", g.slabs_gained);
-    emit_u64(emit, ctx, "lru_crawler_running", crawler_running() ? 1 : 0);
-    emit_u64(emit, ctx, "lru_crawler_starts", crawler_starts());
-    emit_u64(emit, ctx, "lru_maintainer_juggles", 0);
+    if (settings.lru_crawler) {
+        emit_u64(emit, ctx, "lru_crawler_running", crawler_running() ? 1 : 0);
+        emit_u64(emit, ctx, "lru_crawler_starts", crawler_starts());
+    }
+    if (!settings.no_lru_maintainer) {
+        emit_u64(emit, ctx, "lru_maintainer_juggles", 0);
+    }
     emit_u64(emit, ctx, "malloc_fails", 0);
     /* Lines go straight to watchers: no per-worker log buffer to drop from. */
     uint64_t log_sent, log_skipped, log_watchers;
@@ -368,7 +379,9 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "slab_global_page_pool", slab_pool_count());
     emit_u64(emit, ctx, "expired_unfetched", is.expired_unfetched);
     emit_u64(emit, ctx, "evicted_unfetched", is.evicted_unfetched);
-    emit_u64(emit, ctx, "evicted_active", 0);
+    if (!settings.no_lru_maintainer) {
+        emit_u64(emit, ctx, "evicted_active", 0);
+    }
     emit_u64(emit, ctx, "evictions", is.evictions);
     emit_u64(emit, ctx, "reclaimed", is.reclaimed);
     uint64_t creclaimed = 0, cchecked = 0;
@@ -378,7 +391,10 @@ emit_general(stats_emit_fn emit, void *ctx)
     }
     emit_u64(emit, ctx, "crawler_reclaimed", creclaimed);
     emit_u64(emit, ctx, "crawler_items_checked", cchecked);
-    emit_zeros(emit, ctx, no_segmented_lru);
+    emit_u64(emit, ctx, "lrutail_reflocked", 0);
+    if (!settings.no_lru_maintainer) {
+        emit_zeros(emit, ctx, no_segmented_lru);
+    }
     if (flash_enabled()) {
         struct flash_stats fs;
         flash_get_stats(&fs);
@@ -386,9 +402,18 @@ emit_general(stats_emit_fn emit, void *ctx)
         FLASH_STATS(EMIT_FLASH)
 #undef EMIT_FLASH
     }
-    /* slabcache's own. */
+}
+
+/* slabcache's own figures: `stats slabcache`. */
+static void
+emit_own(stats_emit_fn emit, void *ctx)
+{
+    struct slab_evict_figures g;
+    char buf[64];
+
+    slab_evict_global(&g);
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
-    /* the classes' probation FIFOs (item_clock.c), outside -m */
+    /* the classes' probation FIFOs (item_clock.c), booked inside -m */
     emit_u64(emit, ctx, "probation_bytes", item_probation_bytes());
     emit_u64(emit, ctx, "total_malloced", slab_malloced());
 #define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
@@ -752,6 +777,7 @@ stats_emit(stats_section_t section, stats_emit_fn emit, void *ctx)
     case STATS_ITEMS:    emit_items(emit, ctx); break;
     case STATS_SIZES:    emit_str(emit, ctx, "sizes_status", "disabled"); break;
     case STATS_SIZING:   emit_sizing(emit, ctx); break;
+    case STATS_SLABCACHE: emit_own(emit, ctx); break;
     case STATS_CONNS:
         if (conns_provider != NULL) {
             conns_provider(emit, ctx);

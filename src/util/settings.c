@@ -108,6 +108,7 @@ settings_defaults(void)
     settings.binary_auto = true;
     settings.binary_only = false;
     settings.protocol_given = false;
+    settings.no_lru_maintainer = false;
 }
 
 bool
@@ -343,6 +344,7 @@ static void set_no_modern(void)
     settings.lru_crawler = false;
 }
 static void set_nothing(void)       { }
+static void set_no_maintainer(void) { settings.no_lru_maintainer = true; }
 
 #define SWITCH(n, fn)       { n, COMPAT_SWITCH, fn, NULL }
 #define NOOP(n)             { n, COMPAT_NOOP, NULL, NULL }
@@ -358,7 +360,7 @@ static const struct compat_opt compat_opts[] = {
     SWITCH("no_modern", set_no_modern),
     /* What slabcache always does: */
     SWITCH("maxconns_fast", set_nothing),
-    SWITCH("no_lru_maintainer", set_nothing),
+    SWITCH("no_lru_maintainer", set_no_maintainer),
     NOOP("modern"),
     NOOP("inline_ascii_resp"),
     NOOP("no_inline_ascii_resp"),

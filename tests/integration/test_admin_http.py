@@ -74,7 +74,10 @@ def stats_json_has_every_section_with_numbers():
         d = stats_json(port)
         proto = c.stats()
         slabs = c.stats("slabs")
-    eq(sorted(d), ["conns", "items", "settings", "sizing", "slabs", "stats"], "sections")
+    eq(sorted(d), ["conns", "items", "settings", "sizing", "slabcache", "slabs", "stats"],
+       "sections")
+    eq(d["slabcache"]["evictions_policy"], "auto", "slabcache's own figures")
+    check(isinstance(d["slabcache"]["probation_bytes"], int), "its numbers are numbers")
     st = d["stats"]
     for name in ("get_hits", "get_misses", "cmd_set", "curr_items", "curr_connections"):
         check(isinstance(st[name], int), "%s is a JSON number: %r" % (name, st[name]))

@@ -110,7 +110,6 @@ watcher_connid.t
 #                            (memcached's ITEM_UPDATE_INTERVAL); slabcache's
 #                            CLOCK marks every read
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
-#   stats.t                  exact count of `stats` fields (slabcache adds its own)
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
@@ -119,7 +118,7 @@ watcher_connid.t
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t
 lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
-slabs_reassign.t stats.t"
+slabs_reassign.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
 # as 1.6.45 (its suite runs them, test_mc_suite_newest.sh):
 #   shutdown.t               "SERVER_ERROR: shutdown not enabled" (1.6.18: "ERROR: ...")
@@ -129,7 +128,9 @@ slabs_reassign.t stats.t"
 #                            line format, its data block swallowed (1.6.18: ERROR, twice)
 #   issue_3.t                "delete <key> <time>" deletes (1.6.18 refused it)
 #   metaget.t                "mg" alone: CLIENT_ERROR bad command line format (1.6.18: ERROR)
-SUPERSEDED="cas.t issue_3.t item_size_max.t lru-crawler.t metaget.t shutdown.t"
+#   stats.t                  slab_chunk_max=1024 is kilobytes (as item_size_max.t), and
+#                            `stats` carries 1.6.45's fields (1.6.45's stats.t counts them)
+SUPERSEDED="cas.t issue_3.t item_size_max.t lru-crawler.t metaget.t shutdown.t stats.t"
 # EXCLUDED, the issue's exceptions, with reasons:
 #   binary-extstore.t        extstore
 #   chunked-extstore.t       extstore
@@ -158,7 +159,7 @@ issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192
 issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
 shutdown.t slabhang.t ssl_cert_refresh.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
-ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.t watcher_connid.t
+ssl_verify_modes.t stats.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
@@ -174,11 +175,10 @@ ssl_verify_modes.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.
 #                            UDP, not built yet
 #   restart.t                -e restart file (warm restart)
 #   ssl_ports.t              -l mtls:ADDR (TLS on some listeners only)
-#   stats.t                  1.6.45's exact `stats` field set
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t issue_67.t lru-maintainer.t
 lru.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
-slabs-reassign2.t slabs_reassign.t ssl_ports.t stats-conns.t stats.t udp.t"
+slabs-reassign2.t slabs_reassign.t ssl_ports.t stats-conns.t udp.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files
 # check memcached's own tree.
