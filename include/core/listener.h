@@ -12,5 +12,8 @@ void listener_teardown(void);
 /* `stats conns` rows for the listening sockets (memcached lists them
  * first, in state conn_listening). */
 void listener_stats(void (*emit)(void *, const char *, const char *), void *ctx);
+/* -U: the UDP sockets bound (the workers read them, udp.h). */
+int  listener_udp_count(void);
+int  listener_udp_fd(int i);
 
 #endif

@@ -40,9 +40,9 @@
 
 /*  field             kind     short name (long / -o)      default      min   max         stats settings       help */
 #define SETTINGS_OPTIONS(X)                                                                                        \
-    X(port,            INT,     'p', "port",                11211,       0,    65535,       "tcpport",           "TCP port to listen on") \
+    X(port,            INT,     'p', "port",                11211,       -1,   65535,       "tcpport",           "TCP port to listen on (0 = none, -1 = any free port)") \
     X(listen_addr,     STR,     'l', "listen",              "127.0.0.1", 0,    0,           "inter",             "interface(s) to listen on, comma-separated") \
-    X(udp_port,        INT,     'U', "udp-port",            0,           0,    65535,       "udpport",           "UDP port (0 = off; UDP is not served yet)") \
+    X(udp_port,        INT,     'U', "udp-port",            0,           -1,   65535,       "udpport",           "UDP port (0 = off, -1 = any free port)") \
     X(socket_path,     STR,     's', "unix-socket",         NULL,        0,    0,           "domain_socket",     "UNIX socket path (disables TCP)") \
     X(socket_mask,     OCT,     'a', "unix-mask",           0700,        0,    0777,        "umask",             "access mask for the UNIX socket, octal") \
     X(memory_mb,       INT,     'm', "memory-limit",        64,          1,    1048576,     "maxbytes",          "item memory in megabytes") \

@@ -10,6 +10,12 @@
  * paused for LISTEN_BACKOFF_MS instead of being retried at once (a
  * level-triggered listener would spin and log without end), the pause is
  * logged once and counted as memcached counts it (listen_disabled_num).
+ *
+ * With -U, UDP sockets are bound on the same addresses (not with -s, as
+ * memcached); the workers read them (udp.c). A port of 0 binds nothing,
+ * -1 any free port. As memcached, the ports bound are written to the file
+ * $MEMCACHED_PORT_FILENAME names ("TCP INET: 11211" lines), for tests and
+ * tools that start it on -1.
  */
 #include "listener.h"
 
@@ -46,6 +52,41 @@ static int                    nlisteners;
 static rel_time_t             listen_since;
 static struct event          *resume_ev;
 static uint64_t               paused_at_ns;
+static int                    udp_fds[LISTENERS_MAX];
+static char                   udp_names[LISTENERS_MAX][INET6_ADDRSTRLEN + 16];
+static int                    nudp;
+static FILE                  *port_file;    /* MEMCACHED_PORT_FILENAME's, while binding */
+
+/* `stats conns`'s name of the socket fd bound to sa: the port bound
+ * (-1 asked for any). */
+static void
+bound_name(int fd, const struct sockaddr *sa, bool udp, char *out, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    conn_format_addr(getsockname(fd, (struct sockaddr *)&ss, &len) == 0 ?
+                     (const struct sockaddr *)&ss : sa, out, cap);
+    if (udp) {
+        memcpy(out, "udp", 3);                  /* "tcp:..." / "tcp6:..." */
+    }
+}
+
+/* A line of the port file for the socket fd just bound. */
+static void
+port_file_note(int fd, bool udp)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (port_file == NULL || getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        return;
+    }
+    bool v6 = ss.ss_family == AF_INET6;
+    unsigned port = v6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    fprintf(port_file, "%s INET%s: %u\n", udp ? "UDP" : "TCP", v6 ? "6" : "", port);
+}
 
 static void
 listeners_enable(bool on)
@@ -137,6 +178,55 @@ listener_stats(void (*emit)(void *, const char *, const char *), void *ctx)
         snprintf(value, sizeof(value), "%u", clock_now() - listen_since);
         emit(ctx, name, value);
     }
+    /* memcached shows a UDP socket as a connection waiting to read. */
+    for (int i = 0; i < nudp; i++) {
+        snprintf(name, sizeof(name), "%d:addr", udp_fds[i]);
+        emit(ctx, name, udp_names[i]);
+        snprintf(name, sizeof(name), "%d:state", udp_fds[i]);
+        emit(ctx, name, "conn_read");
+        snprintf(name, sizeof(name), "%d:secs_since_last_cmd", udp_fds[i]);
+        snprintf(value, sizeof(value), "%u", clock_now() - listen_since);
+        emit(ctx, name, value);
+    }
+}
+
+int
+listener_udp_count(void)
+{
+    return nudp;
+}
+
+int
+listener_udp_fd(int i)
+{
+    return udp_fds[i];
+}
+
+static int
+udp_add(const struct sockaddr *sa, socklen_t len)
+{
+    int one = 1;
+
+    if (nudp == LISTENERS_MAX) {
+        return -1;
+    }
+    int fd = socket(sa->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (sa->sa_family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    }
+    if (bind(fd, sa, len) != 0) {
+        close(fd);
+        return -1;
+    }
+    port_file_note(fd, true);
+    bound_name(fd, sa, true, udp_names[nudp], sizeof(udp_names[0]));
+    log_debug("<%d server listening (udp)", fd);
+    udp_fds[nudp++] = fd;
+    return 0;
 }
 
 static int
@@ -153,10 +243,12 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len, 
         return -1;
     }
     evconnlistener_set_error_cb(l, listener_on_error);
+    port_file_note(evconnlistener_get_fd(l), false);
     log_debug("<%d server listening (%s%s)", (int)evconnlistener_get_fd(l),
               settings.binary_auto ? "auto-negotiate" : settings.binary_only ? "binary" : "ascii",
               tls ? ", TLS" : "");
-    conn_format_addr(sa, listen_names[nlisteners], sizeof(listen_names[0]));
+    bound_name(evconnlistener_get_fd(l), sa, false, listen_names[nlisteners],
+               sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
     return 0;
 }
@@ -223,14 +315,17 @@ listen_entry(char *entry, char **host, char **port, bool *tls)
 }
 
 /* -l takes a comma-separated list of addresses, as memcached's does. */
+/* Bind each -l address: TCP listeners on the main loop (udp false), or
+ * UDP sockets for the workers on -U's port. */
 static int
-listen_tcp(struct event_base *base)
+listen_inet(struct event_base *base, bool udp)
 {
-    char addrs[1024], defport[16];
+    char addrs[1024], defport[24];
     char *save = NULL;
 
     snprintf(addrs, sizeof(addrs), "%s", settings.listen_addr);
-    snprintf(defport, sizeof(defport), "%ld", settings.port);
+    long want = udp ? (long)settings.udp_port : settings.port;
+    snprintf(defport, sizeof(defport), "%ld", want < 0 ? 0 : want);
     for (char *entry = strtok_r(addrs, ",;", &save); entry != NULL;
          entry = strtok_r(NULL, ",;", &save)) {
         char *host, *port;
@@ -239,13 +334,13 @@ listen_tcp(struct event_base *base)
             log_error("bad listen address %s", entry);
             return -1;
         }
-        if (port == NULL || *port == '\0') {
+        if (port == NULL || *port == '\0' || udp) {
             port = defport;
         }
         struct addrinfo hints, *res = NULL;
         memset(&hints, 0, sizeof(hints));
         hints.ai_family = AF_UNSPEC;
-        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM;
         hints.ai_flags = AI_PASSIVE;
         int rc = getaddrinfo(host, port, &hints, &res);
         if (rc != 0) {
@@ -254,13 +349,14 @@ listen_tcp(struct event_base *base)
         }
         int ok = -1;
         for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-            if (listener_add(base, ai->ai_addr, ai->ai_addrlen, tls) == 0) {
+            if ((udp ? udp_add(ai->ai_addr, ai->ai_addrlen)
+                     : listener_add(base, ai->ai_addr, ai->ai_addrlen, tls)) == 0) {
                 ok = 0;
             }
         }
         freeaddrinfo(res);
         if (ok != 0) {
-            log_error("failed to listen on %s:%s", host, port);
+            log_error("failed to listen on %s%s:%s", udp ? "UDP " : "", host, port);
             return -1;
         }
     }
@@ -274,7 +370,26 @@ listener_setup(struct event_base *base)
     if (settings.socket_path != NULL) {
         return listen_unix(base);
     }
-    return listen_tcp(base);
+    const char *name = getenv("MEMCACHED_PORT_FILENAME");
+    char tmp[4096];
+    if (name != NULL && snprintf(tmp, sizeof(tmp), "%s.lck", name) < (int)sizeof(tmp)) {
+        port_file = fopen(tmp, "a");
+    }
+    int rc = 0;
+    if (settings.port != 0) {
+        rc = listen_inet(base, false);
+    }
+    if (rc == 0 && settings.udp_port != 0) {
+        rc = listen_inet(base, true);
+    }
+    if (port_file != NULL) {
+        fclose(port_file);
+        port_file = NULL;
+        if (rc == 0) {
+            rename(tmp, name);
+        }
+    }
+    return rc;
 }
 
 void
@@ -284,6 +399,10 @@ listener_teardown(void)
         evconnlistener_free(listeners[i]);
     }
     nlisteners = 0;
+    for (int i = 0; i < nudp; i++) {
+        close(udp_fds[i]);
+    }
+    nudp = 0;
     if (resume_ev != NULL) {
         event_free(resume_ev);
         resume_ev = NULL;

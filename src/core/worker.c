@@ -28,6 +28,9 @@
 #include "log.h"
 #include "settings.h"
 #include "stats.h"
+#include "udp.h"
+
+#define WORKER_UDP_MAX 16
 
 struct worker {
     pthread_t            tid;
@@ -44,6 +47,7 @@ struct worker {
     struct event        *ring_ev;   /* its fd: reads finished later */
     struct event        *ring_turn; /* made active when there is ring work,
                                        or timed: a refused flush's retry */
+    struct udp_conn     *udp[WORKER_UDP_MAX]; /* -U: its readers of the UDP sockets */
 };
 
 static struct worker   *workers;
@@ -339,6 +343,12 @@ worker_init(struct worker *w, char *err, size_t cap)
         }
     }
     stats_register_thread(&w->stats);
+    for (int i = 0; i < listener_udp_count() && i < WORKER_UDP_MAX; i++) {
+        w->udp[i] = udp_conn_new(listener_udp_fd(i), w->base, &w->stats);
+        if (w->udp[i] == NULL) {
+            return -1;
+        }
+    }
     return worker_ring_open(w, err, cap);
 }
 
@@ -411,6 +421,9 @@ worker_teardown(void)
             worker_flash_finish(w);
         }
         conn_free_all(&w->conns);
+        for (int k = 0; k < WORKER_UDP_MAX; k++) {
+            udp_conn_free(w->udp[k]);
+        }
         worker_event_free(w->ring_ev);
         worker_event_free(w->ring_turn);
         flash_ring_free(w->ring);

@@ -505,8 +505,11 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
 
     emit_u64(emit, ctx, "maxbytes", slab_limit());
     emit_u64(emit, ctx, "maxconns", (uint64_t)settings.max_conns);
-    emit_u64(emit, ctx, "tcpport", (uint64_t)settings.port);
-    emit_u64(emit, ctx, "udpport", (uint64_t)settings.udp_port);
+    char port[24];
+    snprintf(port, sizeof(port), "%ld", (long)settings.port);
+    emit_str(emit, ctx, "tcpport", port);
+    snprintf(port, sizeof(port), "%ld", (long)settings.udp_port);
+    emit_str(emit, ctx, "udpport", port);
     emit_str(emit, ctx, "inter", settings.listen_addr);
     emit_u64(emit, ctx, "verbosity", (uint64_t)settings.verbose);
     emit_u64(emit, ctx, "oldest", 0);

@@ -771,6 +771,7 @@ settings_parse(int argc, char **argv)
     longopts[nl + 2] = (struct option){ NULL, 0, NULL, 0 };
     memcpy(shortopts + ns, "Vh", 3);
 
+    bool tcp_given = false, udp_given = false;
     optind = 0;                 /* glibc: 0 also forgets a half-read -hv group */
     opterr = 0;
     int c;
@@ -799,6 +800,12 @@ settings_parse(int argc, char **argv)
         if (d == NULL || apply_option(d, optarg) != 0) {
             return SETTINGS_USAGE;
         }
+        tcp_given |= c == 'p';
+        udp_given |= c == 'U';
+    }
+    /* As memcached: -U alone moves the TCP port to it too. */
+    if (udp_given && settings.udp_port != 0 && !tcp_given) {
+        settings.port = settings.udp_port;
     }
     if (optind < argc) {
         fprintf(stderr, "slabcache: unexpected argument: %s\n", argv[optind]);

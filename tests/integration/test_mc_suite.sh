@@ -77,6 +77,7 @@ issue_29.t
 issue_41.t
 issue_50.t
 issue_61.t
+issue_67.t
 issue_68.t
 issue_70.t
 malicious-commands.t
@@ -87,9 +88,11 @@ noreply.t
 quit.t
 refhang.t
 slabhang.t
+stats-conns.t
 stats-detail.t
 strtol-testing.t
 touch.t
+udp.t
 unixsocket.t
 watcher.t
 watcher_connid.t
@@ -138,15 +141,12 @@ SUPERSEDED="cas.t issue_3.t item_size_max.t lru-crawler.t metaget.t shutdown.t s
 #   extstore.t               extstore
 #   extstore-buckets.t       extstore
 #   extstore-jbod.t          extstore
-#   issue_67.t               UDP (checks that -U opens/closes UDP ports)
-#   stats-conns.t            UDP (expects the UDP listener's row)
 #   proxy.t                  proxy
-#   udp.t                    UDP
 #   expirations.t            fails against Debian's memcached too (needs debugtime)
 #   line-lengths.t           not a server test: lints memcached's doc/protocol.txt
 #   whitespace.t             not a server test: lints memcached's git tree (skips without .git)
 EXCLUDED="binary-extstore.t chunked-extstore.t error-extstore.t extstore.t extstore-buckets.t
-extstore-jbod.t issue_67.t stats-conns.t proxy.t udp.t expirations.t line-lengths.t
+extstore-jbod.t proxy.t expirations.t line-lengths.t
 whitespace.t"
 # The newest memcached's suite (test_mc_suite_newest.sh: MC_SUITE_RELEASE=newest,
 # MC_SRC its source from scripts/build-memcached-newest.sh) has lists of its own.
@@ -156,10 +156,10 @@ ALLOWED="
 daemonize.t dash-M.t item_size_max.t lru-crawler.t
 evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192.t
-issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_68.t issue_70.t
+issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
 shutdown.t slabhang.t ssl_cert_refresh.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
-ssl_verify_modes.t stats.t stats-detail.t strtol-testing.t touch.t unixsocket.t watcher.t watcher_connid.t
+ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
@@ -171,14 +171,12 @@ ssl_verify_modes.t stats.t stats-detail.t strtol-testing.t touch.t unixsocket.t 
 #   issue_163.t, issue_22.t, issue_42.t, slabs_reassign.t
 #                            memcached's class ids, chunk sizes and page counts
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU
-#   issue_67.t, stats-conns.t, udp.t
-#                            UDP, not built yet
 #   restart.t                -e restart file (warm restart)
 #   ssl_ports.t              -l mtls:ADDR (TLS on some listeners only)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
-issue_163.t issue_22.t issue_42.t issue_67.t lru-maintainer.t
+issue_163.t issue_22.t issue_42.t lru-maintainer.t
 lru.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
-slabs-reassign2.t slabs_reassign.t ssl_ports.t stats-conns.t udp.t"
+slabs-reassign2.t slabs_reassign.t ssl_ports.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files
 # check memcached's own tree.

@@ -248,6 +248,25 @@ START_TEST(test_range_edges)
 }
 END_TEST
 
+/* -1: any free port. memcached's rule: -U alone moves the TCP port to it. */
+START_TEST(test_ports)
+{
+    ck_assert_int_eq(PARSE("-p", "-1"), SETTINGS_OK);
+    ck_assert_int_eq(settings.port, -1);
+    ck_assert_int_eq(PARSE("-U", "-1"), SETTINGS_OK);
+    ck_assert_int_eq(settings.udp_port, -1);
+    ck_assert_int_eq(settings.port, -1);
+    ck_assert_int_eq(PARSE("-U", "11222"), SETTINGS_OK);
+    ck_assert_int_eq(settings.port, 11222);
+    ck_assert_int_eq(PARSE("-U", "11222", "-p", "5"), SETTINGS_OK);
+    ck_assert_int_eq(settings.port, 5);
+    ck_assert_int_eq(PARSE("-p", "5", "-U", "11222"), SETTINGS_OK);
+    ck_assert_int_eq(settings.port, 5);
+    ck_assert_int_eq(PARSE("-U", "0"), SETTINGS_OK);
+    ck_assert_int_eq(settings.port, 11211);
+}
+END_TEST
+
 START_TEST(test_extended_options)
 {
     ck_assert_int_eq(PARSE("-o", "hashpower=20"), SETTINGS_OK);
@@ -288,14 +307,14 @@ END_TEST
 START_TEST(test_invalid_values)
 {
     static const char *const bad[][5] = {
-        { "-p", "70000" }, { "-p", "-1" }, { "-p", "abc" }, { "-p", "" },
+        { "-p", "70000" }, { "-p", "-2" }, { "-p", "abc" }, { "-p", "" },
         { "-p", "80x" }, { "-t", "0" }, { "-t", "65" }, { "-t", "abc" },
         { "-t", "4.5" }, { "-f", "1.0" }, { "-f", "1" }, { "-f", "abc" },
         { "-f", "0.5" }, { "-f", "" }, { "-f", "1.5x" }, { "-I", "10x" },
         { "-I", "1000" }, { "-I", "" }, { "-I", "k" }, { "-I", "-1m" },
         { "-m", "0" }, { "-m", "abc" }, { "-c", "0" }, { "-n", "0" },
         { "-R", "0" }, { "-b", "0" }, { "-a", "999" }, { "-a", "01000" },
-        { "-U", "65536" }, { "-l", "" }, { "--eviction=" },
+        { "-U", "65536" }, { "-U", "-2" }, { "-l", "" }, { "--eviction=" },
         { "--port=70000" }, { "--threads=0" }, { "--max-item-size=10x" },
         { "-m", "1" },                              /* default -I 1m > 512k */
         { "-m", "8", "-I", "8m" }, { "-m", "2", "-I", "1025k" },
@@ -375,6 +394,7 @@ settings_suite(void)
     tcase_add_test(tc, test_verbose_count);
     tcase_add_test(tc, test_long_options);
     tcase_add_test(tc, test_range_edges);
+    tcase_add_test(tc, test_ports);
     tcase_add_test(tc, test_extended_options);
     tcase_add_test(tc, test_invalid_values);
     tcase_add_test(tc, test_help_version);
