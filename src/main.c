@@ -331,6 +331,7 @@ run(void)
         fprintf(stderr, "slabcache: failed to listen on the admin port %ld\n",
                 settings.admin_port);
         listener_teardown();
+        listener_udp_close();
         event_base_free(main_base);
         return EXIT_FAILURE;
     }
@@ -338,6 +339,7 @@ run(void)
     if (priv != 0) {
         admin_http_teardown();
         listener_teardown();    /* also removes the UNIX socket file */
+        listener_udp_close();
         event_base_free(main_base);
         return priv;
     }
@@ -371,6 +373,7 @@ run(void)
     worker_stop();
     flash_stop_reads();
     worker_teardown();
+    listener_udp_close();       /* the workers read them until now */
     event_free(sigterm);
     event_free(sigint);
     event_free(sighup);

@@ -12,8 +12,10 @@ void listener_teardown(void);
 /* `stats conns` rows for the listening sockets (memcached lists them
  * first, in state conn_listening). */
 void listener_stats(void (*emit)(void *, const char *, const char *), void *ctx);
-/* -U: the UDP sockets bound (the workers read them, udp.h). */
+/* -U: the UDP sockets bound (the workers read them, udp.h); closed once
+ * the workers are gone. */
 int  listener_udp_count(void);
 int  listener_udp_fd(int i);
+void listener_udp_close(void);
 
 #endif

@@ -15,6 +15,11 @@
 
 #define UDP_HEADER_SIZE   8
 #define UDP_DATAGRAM_MAX  1400   /* memcached's UDP_MAX_PAYLOAD_SIZE, header included */
+/* The most one request's answer may hold: a TCP connection's output bound.
+ * A multi-get past it is answered "SERVER_ERROR out of memory writing get
+ * response" (memcached's text for an answer it cannot build), so a 64 KB
+ * datagram cannot make an answer of any size. */
+#define UDP_ANSWER_MAX    (1024u * 1024)
 
 struct event_base;
 struct stats_thread;

@@ -18,8 +18,6 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-#define OUTQ_IOV_MAX 64          /* iovecs a write is offered at most */
-
 struct outq_seg {
     const char *ptr;            /* NULL: the bytes are in buf at off */
     size_t      off;

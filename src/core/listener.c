@@ -190,6 +190,15 @@ listener_stats(void (*emit)(void *, const char *, const char *), void *ctx)
     }
 }
 
+void
+listener_udp_close(void)
+{
+    for (int i = 0; i < nudp; i++) {
+        close(udp_fds[i]);
+    }
+    nudp = 0;
+}
+
 int
 listener_udp_count(void)
 {
@@ -399,10 +408,6 @@ listener_teardown(void)
         evconnlistener_free(listeners[i]);
     }
     nlisteners = 0;
-    for (int i = 0; i < nudp; i++) {
-        close(udp_fds[i]);
-    }
-    nudp = 0;
     if (resume_ev != NULL) {
         event_free(resume_ev);
         resume_ev = NULL;

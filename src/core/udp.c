@@ -10,11 +10,11 @@
  * never carries from one datagram to the next.
  *
  * Answers are built in the worker's output queue as on TCP (values by
- * reference), then cut into datagrams. What one datagram's answers can
- * hold is bounded by its size (64 KB of requests): a multi-get's line of
- * keys, each a reference to a value held while it is sent. Flash reads
- * block here (no completion to wait for between datagrams). A `watch` or
- * a key dump cannot stream over UDP: the first answers go, no more.
+ * reference), then cut into datagrams; one request's answer holds at most
+ * UDP_ANSWER_MAX bytes. A storage command whose data block the datagram
+ * does not hold is dropped before anything is allocated for it. Flash
+ * reads block here (no completion to wait for between datagrams). A
+ * `watch` or a key dump cannot stream over UDP: the first answers go.
  */
 #include "udp.h"
 
@@ -51,60 +51,80 @@ struct udp_conn {
     char                     buf[UDP_FRAME_MAX];
 };
 
-/* A datagram being sent by outq_write_with(): header, then what fits. */
-struct udp_send {
-    struct udp_conn *u;
-    uint16_t         seq;
-    uint16_t         total;
+/* A datagram being filled from the output queue (udp_take). */
+struct udp_fill {
+    unsigned char dgram[UDP_DATAGRAM_MAX];
+    size_t        len;              /* of dgram, header included */
 };
 
+/* outq_write_with()'s writer: copy what still fits in the datagram. */
 static ssize_t
-udp_send_one(void *ctx, const struct iovec *iov, int n)
+udp_take(void *ctx, const struct iovec *iov, int n)
 {
-    struct udp_send *s = ctx;
-    struct iovec v[OUTQ_IOV_MAX + 1];
-    unsigned char hdr[UDP_HEADER_SIZE] = {
-        (unsigned char)(s->u->request_id >> 8), (unsigned char)s->u->request_id,
-        (unsigned char)(s->seq >> 8), (unsigned char)s->seq,
-        (unsigned char)(s->total >> 8), (unsigned char)s->total, 0, 0,
-    };
-    size_t len = 0;
-    int k = 1;
+    struct udp_fill *f = ctx;
+    size_t took = 0;
 
-    v[0].iov_base = hdr;
-    v[0].iov_len = sizeof(hdr);
-    for (int i = 0; i < n && len < UDP_DATA_SIZE; i++, k++) {
-        size_t take = iov[i].iov_len < UDP_DATA_SIZE - len ? iov[i].iov_len : UDP_DATA_SIZE - len;
-        v[k].iov_base = iov[i].iov_base;
-        v[k].iov_len = take;
-        len += take;
+    for (int i = 0; i < n && f->len < sizeof(f->dgram); i++) {
+        size_t room = sizeof(f->dgram) - f->len;
+        size_t k = iov[i].iov_len < room ? iov[i].iov_len : room;
+        memcpy(f->dgram + f->len, iov[i].iov_base, k);
+        f->len += k;
+        took += k;
+        if (k < iov[i].iov_len) {
+            break;
+        }
     }
-    struct msghdr msg = {
-        .msg_name = &s->u->peer, .msg_namelen = s->u->peer_len,
-        .msg_iov = v, .msg_iovlen = (size_t)k,
-    };
-    /* A datagram the socket cannot take now is lost, as any datagram may
-     * be: the client times out. The bytes count as done either way. */
-    ssize_t w = sendmsg(s->u->fd, &msg, MSG_DONTWAIT);
-    if (w > 0) {
-        STATS_ADD(s->u->stats, bytes_written, (uint64_t)w);
-    }
-    s->seq++;
-    return (ssize_t)len;
+    return (ssize_t)took;
 }
 
-/* Send what the last request queued as one sequence of datagrams. */
+/*
+ * Send what the last request queued as one sequence of full datagrams
+ * (the last one shorter), their count known before the first. A datagram
+ * the socket cannot take now is lost, as any datagram may be: the client
+ * times out.
+ */
 static void
 udp_answer(struct udp_conn *u)
 {
     size_t pending = outq_pending(&u->out);
     size_t total = (pending + UDP_DATA_SIZE - 1) / UDP_DATA_SIZE;
-    struct udp_send s = { u, 0, (uint16_t)(total > UINT16_MAX ? UINT16_MAX : total) };
+    struct udp_fill f;
 
-    while (outq_pending(&u->out) > 0) {
-        if (outq_write_with(&u->out, udp_send_one, &s) <= 0) {
-            break;
+    for (uint16_t seq = 0; outq_pending(&u->out) > 0; seq++) {
+        unsigned char hdr[UDP_HEADER_SIZE] = {
+            (unsigned char)(u->request_id >> 8), (unsigned char)u->request_id,
+            (unsigned char)(seq >> 8), (unsigned char)seq,
+            (unsigned char)(total >> 8), (unsigned char)total, 0, 0,
+        };
+        memcpy(f.dgram, hdr, sizeof(hdr));
+        f.len = sizeof(hdr);
+        while (f.len < sizeof(f.dgram) && outq_pending(&u->out) > 0) {
+            if (outq_write_with(&u->out, udp_take, &f) <= 0) {
+                break;
+            }
         }
+        ssize_t w = sendto(u->fd, f.dgram, f.len, MSG_DONTWAIT,
+                           (struct sockaddr *)&u->peer, u->peer_len);
+        if (w > 0) {
+            STATS_ADD(u->stats, bytes_written, (uint64_t)w);
+        }
+    }
+}
+
+/* The data block a request carries after its line (or binary header). */
+static size_t
+udp_data_len(const struct proto_req *req)
+{
+    if (req->bin.on) {
+        return req->vlen;
+    }
+    switch (req->cmd) {
+    case PROTO_CMD_SET: case PROTO_CMD_ADD: case PROTO_CMD_REPLACE:
+    case PROTO_CMD_APPEND: case PROTO_CMD_PREPEND: case PROTO_CMD_CAS:
+    case PROTO_CMD_MS:
+        return (size_t)req->vlen + 2;
+    default:
+        return 0;
     }
 }
 
@@ -144,8 +164,8 @@ udp_apply(struct udp_conn *u, dispatch_result_t r, const char *p, size_t len, si
         return true;
     }
     case DISPATCH_MORE_KEYS:
-        /* No output bound here (see the file header): not reached. */
-        dispatch_get_finish(&u->d, NULL);
+        /* The answer reached UDP_ANSWER_MAX: taken back, refused. */
+        dispatch_get_finish(&u->d, "SERVER_ERROR out of memory writing get response");
         return true;
     case DISPATCH_MORE_DUMP:
         return false;               /* its first batch only */
@@ -165,9 +185,9 @@ udp_dispatch_reset(struct udp_conn *u)
     memset(&u->d, 0, sizeof(u->d));
     u->d.out = &u->out;
     u->d.stats = u->stats;
-    u->d.out_limit = SIZE_MAX;
-    u->d.out_copy_limit = SIZE_MAX;
-    u->d.out_segs_limit = UINT32_MAX;
+    u->d.out_limit = UDP_ANSWER_MAX;
+    u->d.out_copy_limit = UDP_ANSWER_MAX;
+    u->d.out_segs_limit = UDP_ANSWER_MAX / 64;
     u->d.fd = u->fd;
 }
 
@@ -187,6 +207,9 @@ udp_serve(struct udp_conn *u, const char *p, size_t len)
                                    : proto_parse(p + pos, len - pos, &req, &consumed);
         if (st != PROTO_OK && st != PROTO_ERROR) {
             break;                  /* cut off, or past a line's limit */
+        }
+        if (st == PROTO_OK && udp_data_len(&req) > len - pos - consumed) {
+            break;                  /* its data block is cut off */
         }
         pos += consumed;
         dispatch_result_t r = st == PROTO_OK ? dispatch_request(&u->d, &req)

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#define OUTQ_IOV_MAX     64         /* iovecs per writev */
 #define OUTQ_BUF_INIT    2048
 #define OUTQ_SEG_INIT    16
 #define OUTQ_BUF_KEEP    (16 * 1024) /* larger buffers are freed when idle */

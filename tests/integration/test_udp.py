@@ -96,6 +96,21 @@ def a_large_answer_spans_datagrams():
 
 
 @test
+def an_answer_past_the_bound_is_refused():
+    """One request's answer holds at most 1 MB (a TCP connection's output
+    bound): a multi-get past it is refused as memcached refuses an answer
+    it cannot build, so a 64 KB datagram cannot make one of any size."""
+    s, port = udp_server()
+    value = b"v" * 100000
+    with s, s.client() as c:
+        eq(c.set("h", value), "STORED")
+        eq(answer(exchange(port, b"get h\r\n")),
+           b"VALUE h 0 100000\r\n" + value + b"\r\nEND\r\n", "within the bound")
+        eq(answer(exchange(port, b"get" + b" h" * 12 + b"\r\n")),
+           b"SERVER_ERROR out of memory writing get response\r\n", "1.2 MB: refused")
+
+
+@test
 def each_request_its_own_sequence():
     """Two requests in a datagram: two answers, each from sequence 0."""
     s, port = udp_server()
@@ -114,8 +129,10 @@ def what_is_not_answered():
     with s, s.client() as c:
         eq(exchange(port, b"get a\r\n", total=2), [], "one of several datagrams: dropped")
         eq(exchange(port, b"get a"), [], "a line cut off")
-        eq(exchange(port, b"set z 0 0 5\r\nab\r\n"), [], "a data block cut off")
+        sets = int(c.stats()["cmd_set"])
+        eq(exchange(port, b"set z 0 0 500000\r\nab\r\n"), [], "a data block cut off")
         eq(c.get("z"), None, "nothing stored")
+        eq(int(c.stats()["cmd_set"]), sets, "nor allocated: dropped before")
         eq(exchange(port, b"", rid=9), [], "a bare header")
         eq(answer(exchange(port, b"version\r\n")).startswith(b"VERSION "), True,
            "still serving")
