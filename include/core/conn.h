@@ -60,10 +60,17 @@ struct sockaddr;
  * unix:PATH ("unknown" for anything else). */
 void         conn_format_addr(const struct sockaddr *sa, char *out, size_t cap);
 
-/* tls: the client came through a TLS listener (-Z): its bytes go through
- * tls.h, the handshake first. */
+/* How a listener's clients speak: plain, TLS (-Z: their bytes go through
+ * tls.h, the handshake first), or TLS with a client certificate required
+ * (an `mtls:` listener, as memcached's). */
+typedef enum conn_tls {
+    CONN_TLS_NONE,
+    CONN_TLS_ON,
+    CONN_TLS_MUTUAL,
+} conn_tls_t;
+
 struct conn *conn_new(int fd, struct event_base *base, struct stats_thread *st,
-                      struct conn_list *list, bool tls);
+                      struct conn_list *list, conn_tls_t tls);
 void         conn_free(struct conn *c);
 /* Flash reads of this connection go to ring (NULL: the I/O threads) and
  * come back through fn(owner, ...). */

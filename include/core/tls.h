@@ -24,7 +24,8 @@ bool     tls_enabled(void);
  * on failure the old ones stay and err says why. */
 int      tls_refresh(char *err, size_t cap);
 
-struct tls_conn *tls_conn_new(int fd);
+/* require_cert: the client must present a certificate the CA accepts. */
+struct tls_conn *tls_conn_new(int fd, bool require_cert);
 void     tls_conn_free(struct tls_conn *t);
 /*
  * As read()/writev(): bytes moved; 0 from tls_read when the peer closed;

@@ -20,6 +20,6 @@ void worker_stop(void);
 /* worker_stop(), then free every connection and loop. */
 void worker_teardown(void);
 /* Give an accepted, non-blocking socket to the next worker. */
-int  worker_handoff(int fd, bool tls);
+int  worker_handoff(int fd, int tls);       /* tls: a conn_tls_t (conn.h) */
 
 #endif

@@ -408,7 +408,7 @@ conn_settle(struct conn *c)
 
 struct conn *
 conn_new(int fd, struct event_base *base, struct stats_thread *st,
-         struct conn_list *list, bool tls)
+         struct conn_list *list, conn_tls_t tls)
 {
     struct conn *c = calloc(1, sizeof(*c));
 
@@ -417,7 +417,7 @@ conn_new(int fd, struct event_base *base, struct stats_thread *st,
     }
     c->fd = fd;
 #ifdef HAVE_TLS
-    if (tls && (c->tls = tls_conn_new(fd)) == NULL) {
+    if (tls != CONN_TLS_NONE && (c->tls = tls_conn_new(fd, tls == CONN_TLS_MUTUAL)) == NULL) {
         free(c);
         return NULL;
     }

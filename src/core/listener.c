@@ -46,7 +46,7 @@
 #define LISTEN_BACKOFF_MS 100
 
 static struct evconnlistener *listeners[LISTENERS_MAX];
-static bool                   listener_tls[LISTENERS_MAX];
+static conn_tls_t             listener_tls[LISTENERS_MAX];
 static char                   listen_names[LISTENERS_MAX][INET6_ADDRSTRLEN + 16];
 static int                    nlisteners;
 static rel_time_t             listen_since;
@@ -138,7 +138,7 @@ static void
 listener_on_accept(struct evconnlistener *l, evutil_socket_t fd,
                    struct sockaddr *addr, int len, void *arg)
 {
-    const bool *tls = arg;
+    const conn_tls_t *tls = arg;
 
     (void)l;
     (void)len;
@@ -239,7 +239,7 @@ udp_add(const struct sockaddr *sa, socklen_t len)
 }
 
 static int
-listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len, bool tls)
+listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len, conn_tls_t tls)
 {
     if (nlisteners == LISTENERS_MAX) {
         return -1;
@@ -255,7 +255,7 @@ listener_add(struct event_base *base, const struct sockaddr *sa, socklen_t len, 
     port_file_note(evconnlistener_get_fd(l), false);
     log_debug("<%d server listening (%s%s)", (int)evconnlistener_get_fd(l),
               settings.binary_auto ? "auto-negotiate" : settings.binary_only ? "binary" : "ascii",
-              tls ? ", TLS" : "");
+              tls == CONN_TLS_MUTUAL ? ", TLS, client certificate required" : tls ? ", TLS" : "");
     bound_name(evconnlistener_get_fd(l), sa, false, listen_names[nlisteners],
                sizeof(listen_names[0]));
     listeners[nlisteners++] = l;
@@ -290,16 +290,18 @@ listen_unix(struct event_base *base)
  * listener when -Z is on. Splits entry in place; false if malformed.
  */
 static bool
-listen_entry(char *entry, char **host, char **port, bool *tls)
+listen_entry(char *entry, char **host, char **port, conn_tls_t *tls)
 {
-    *tls = settings.ssl_enabled;
-    if (strncmp(entry, "notls:", 6) == 0) {
+    *tls = settings.ssl_enabled ? CONN_TLS_ON : CONN_TLS_NONE;
+    if (strncmp(entry, "notls:", 6) == 0 || strncmp(entry, "mtls:", 5) == 0) {
+        bool mutual = entry[0] == 'm';
         if (!settings.ssl_enabled) {
-            log_error("'notls' option is valid only when SSL is enabled");
+            log_error("'%s' option is valid only when SSL is enabled",
+                      mutual ? "mtls" : "notls");
             return false;
         }
-        *tls = false;
-        entry += 6;
+        *tls = mutual ? CONN_TLS_MUTUAL : CONN_TLS_NONE;
+        entry += mutual ? 5 : 6;
     }
     *host = entry;
     *port = NULL;
@@ -338,7 +340,7 @@ listen_inet(struct event_base *base, bool udp)
     for (char *entry = strtok_r(addrs, ",;", &save); entry != NULL;
          entry = strtok_r(NULL, ",;", &save)) {
         char *host, *port;
-        bool tls;
+        conn_tls_t tls;
         if (!listen_entry(entry, &host, &port, &tls)) {
             log_error("bad listen address %s", entry);
             return -1;

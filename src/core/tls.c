@@ -178,7 +178,7 @@ tls_enabled(void)
 }
 
 struct tls_conn *
-tls_conn_new(int fd)
+tls_conn_new(int fd, bool require_cert)
 {
     size_t wsize = (size_t)settings.ssl_wbuf_size * 1024;
     struct tls_conn *t = calloc(1, sizeof(*t) + wsize);
@@ -194,6 +194,9 @@ tls_conn_new(int fd)
         tls_log_errors("TLS connection");
         tls_conn_free(t);
         return NULL;
+    }
+    if (require_cert) {
+        SSL_set_verify(t->ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     }
     SSL_set_accept_state(t->ssl);
     return t;

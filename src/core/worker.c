@@ -58,6 +58,7 @@ static bool             yield_between_batches;
 #define NOTIFY_STOP (-1)         /* written instead of an fd: leave the loop */
 #define NOTIFY_FLASH (-2)        /* flash reads are done (w->flash_done) */
 #define NOTIFY_TLS  (1 << 30)    /* or'ed into an fd: a TLS listener's client */
+#define NOTIFY_MTLS (1 << 29)    /* ... an mtls: listener's (a certificate required) */
 
 /* ext_io_depth 0: reads a worker's ring keeps in the kernel at once (a
  * closed loop of 8 connections keeps 8; an SSD serves dozens at once). */
@@ -187,8 +188,9 @@ worker_on_notify(evutil_socket_t fd, short what, void *arg)
             worker_flash_finish(w);
             continue;
         }
-        bool tls = (cfd & NOTIFY_TLS) != 0;
-        cfd &= ~NOTIFY_TLS;
+        conn_tls_t tls = (cfd & NOTIFY_MTLS) != 0 ? CONN_TLS_MUTUAL :
+                         (cfd & NOTIFY_TLS) != 0 ? CONN_TLS_ON : CONN_TLS_NONE;
+        cfd &= ~(NOTIFY_TLS | NOTIFY_MTLS);
         struct conn *c = conn_new(cfd, w->base, &w->stats, &w->conns, tls);
         if (c != NULL) {
             conn_set_flash(c, worker_flash_notify, w, w->ring);
@@ -445,8 +447,9 @@ worker_teardown(void)
 }
 
 int
-worker_handoff(int fd, bool tls)
+worker_handoff(int fd, int tls)
 {
     return worker_notify(&workers[atomic_fetch_add(&next_worker, 1) % (unsigned)nworkers],
-                         fd | (tls ? NOTIFY_TLS : 0));
+                         fd | (tls == CONN_TLS_MUTUAL ? NOTIFY_MTLS :
+                               tls == CONN_TLS_ON ? NOTIFY_TLS : 0));
 }

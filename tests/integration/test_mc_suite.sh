@@ -158,7 +158,7 @@ evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192.t
 issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
-shutdown.t slabhang.t ssl_cert_refresh.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
+shutdown.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
 ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
@@ -172,11 +172,10 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #                            memcached's class ids, chunk sizes and page counts
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU
 #   restart.t                -e restart file (warm restart)
-#   ssl_ports.t              -l mtls:ADDR (TLS on some listeners only)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t lru-maintainer.t
 lru.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
-slabs-reassign2.t slabs_reassign.t ssl_ports.t"
+slabs-reassign2.t slabs_reassign.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files
 # check memcached's own tree.

@@ -153,6 +153,26 @@ def client_certificates_required_or_optional():
 
 
 @test
+def an_mtls_listener_requires_a_client_certificate():
+    """-l mtls:ADDR (memcached 1.6.45's t/ssl_ports.t): that listener asks
+    every client for a certificate the CA signed, whatever ssl_verify_mode
+    says for the others."""
+    if not require_openssl():
+        return
+    mport = free_port()
+    with Server("-l", "notls:%s,%s:%d,mtls:%s:%d" % (HOST, HOST, free_port(), HOST, mport),
+                "-Z", "-o", certs().server_opts()) as s:
+        out, _ = tls_session(mport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
+        check(out.startswith(b"VERSION "), "with a certificate: served")
+        try:
+            out, _ = tls_session(mport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
+            refused = out == b""
+        except (ssl.SSLError, ConnectionError, OSError):
+            refused = True
+        check(refused, "without one: refused")
+
+
+@test
 def plaintext_on_the_tls_port_is_dropped_and_counted():
     if not require_openssl():
         return
