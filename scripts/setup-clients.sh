@@ -126,12 +126,17 @@ if [ -z "$CARGO" ]; then
     apt_install cargo && CARGO="$(command -v cargo || true)"
 fi
 rustmc="$CACHE/rust/target/release/rustmc"
-if [ -n "$CARGO" ] && [ ! -x "$rustmc" ]; then
+# Built again when its sources changed (their checksum is kept beside it).
+rustsrc="$root/tests/integration/clients/rustmc"
+rustsum=$(cat "$rustsrc/Cargo.toml" "$rustsrc/src/main.rs" 2>/dev/null | sha256sum | cut -c1-64)
+if [ -n "$CARGO" ] && { [ ! -x "$rustmc" ] ||
+        [ "$(cat "$CACHE/rust/built-from" 2>/dev/null)" != "$rustsum" ]; }; then
     log "cargo: building the memcache crate helper"
     mkdir -p "$CACHE/rust" \
         && CARGO_TARGET_DIR="$CACHE/rust/target" CARGO_HOME="${CARGO_HOME:-$CACHE/rust/home}" \
             timeout 900 "$CARGO" build --release --locked --quiet \
-            --manifest-path "$root/tests/integration/clients/rustmc/Cargo.toml" >/dev/null 2>&1 \
+            --manifest-path "$rustsrc/Cargo.toml" >/dev/null 2>&1 \
+        && echo "$rustsum" > "$CACHE/rust/built-from" \
         || log "cargo: could not build the memcache crate helper"
 fi
 [ -x "$rustmc" ] || missing+=("cargo:memcache")

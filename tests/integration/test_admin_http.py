@@ -85,7 +85,7 @@ def stats_json_has_every_section_with_numbers():
     eq(st["cmd_set"], int(proto["cmd_set"]), "cmd_set as `stats` says")
     eq(st["curr_items"], 30, "curr_items")
     check(isinstance(st["rusage_user"], float), "rusage_user is a number")
-    eq(st["version"], "1.6.18", "version stays a string")
+    eq(st["version"], "1.6.45", "version stays a string")
     eq(d["settings"]["evictions_policy"], "auto", "a string setting")
     eq(d["settings"]["maxconns"], 1024, "a number setting")
     classes = d["slabs"]["classes"]

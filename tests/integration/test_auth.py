@@ -5,6 +5,7 @@ credentials, the data block's termination, the counters, SIGHUP reloading
 the file, and the start-up errors (binary protocol, a bad file)."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -70,8 +71,8 @@ def run_session(port, packets):
 
 
 def normalize(out):
-    # `version` differs only if the reference is not 1.6.18; both are.
-    return out
+    """The version each server announces is its own."""
+    return re.sub(rb"VERSION \S+", b"VERSION <v>", out)
 
 
 @test
@@ -128,7 +129,7 @@ def every_line_answered_and_block_checked():
                    "a block one byte short")
                 check(c.wait_closed(timeout=5), "its rest, a line shorter than 6 bytes, closes")
             eq(run_session(s.port, [b"set x 0 0 9\r\nali", b"ce pw1\r\n", b"version\r\n"]),
-               b"STORED\r\nVERSION 1.6.18\r\n", "a block split over packets")
+               b"STORED\r\nVERSION 1.6.45\r\n", "a block split over packets")
             with Client(s.port) as c:       # junk with no newline: closed
                 c.send(b"x" * 3000)
                 check(c.wait_closed(timeout=5), "2 KB without a newline closes")

@@ -87,8 +87,10 @@ def read_packets(sock, idle=0.25, limit=5.0):
 
 
 def normalize_stats(packets):
-    """STAT answers: the keys only, values are each server's own."""
-    return [dict(p, value=b"<v>") if p.get("op") == OP["stat"] and p.get("key")
+    """STAT answers: the keys only, values are each server's own; so is the
+    version each announces."""
+    return [dict(p, value=b"<v>") if (p.get("op") == OP["stat"] and p.get("key")) or
+            (p.get("op") == OP["version"] and p.get("status") == 0)
             else p for p in packets]
 
 

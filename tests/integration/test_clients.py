@@ -392,7 +392,7 @@ def node_memcached_getmulti_version():
         eq(res["returned"], N, "node memcached getMulti returned")
         # the client takes the version from /(\d+)\.(\d+)\.(\d+)$/ on the
         # VERSION line's first token
-        eq(res["version"], "1.6.18", "node memcached version()")
+        eq(res["version"], "1.6.45", "node memcached version()")
         eq(res["_rc"], 0, "node helper exit code")
         raw_verify(srv.port, what="raw get after node memcached")
 
@@ -470,7 +470,7 @@ def memjs_binary_client():
         eq((res["set_failed"], res["get_wrong"]), (0, 0), "memjs set/get")
         eq(res["incr"], [7, 12], "memjs increment (initial 7, then +5)")
         eq((res["delete"], res["after_delete"]), (True, None), "memjs delete")
-        eq(res["version"], "1.6.18", "memjs stats version")
+        eq(res["version"], "1.6.45", "memjs stats version")
         eq(res["after_flush"], None, "memjs flush")
 
 

@@ -200,7 +200,7 @@ def never_reading_client_costs_bounded_memory():
 def binary_protocol_client_is_served():
     with Server() as s, s.client() as c:
         # A binary "version" request: magic 0x80, opcode 0x0b. The answer:
-        # magic 0x81, the opcode, and "1.6.18" as the body (test_binary.py
+        # magic 0x81, the opcode, and "1.6.45" as the body (test_binary.py
         # covers every opcode).
         c.send(bytes([0x80, 0x0b]) + bytes(22))
         c.sock.settimeout(2.0)
@@ -211,7 +211,7 @@ def binary_protocol_client_is_served():
                 break
             got += chunk
         eq(got[:2], bytes([0x81, 0x0b]), "binary answer header")
-        eq(got[24:30], b"1.6.18", "binary version body")
+        eq(got[24:30], b"1.6.45", "binary version body")
         with s.client() as d:
             eq(d.cmd("version")[:8], "VERSION ", "ASCII clients beside it")
 

@@ -119,8 +119,8 @@ def per_class_counters_add_up():
 @test
 def version_is_memcached_s():
     with Server() as s, s.client() as c:
-        eq(c.cmd("version"), "VERSION 1.6.18", "version line")
-        eq(c.stats()["version"], "1.6.18", "stats version")
+        eq(c.cmd("version"), "VERSION 1.6.45", "version line")
+        eq(c.stats()["version"], "1.6.45", "stats version")
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def values_over_tls_and_notls():
         p = subprocess.run([OPENSSL, "s_client", "-connect", "%s:%d" % (HOST, tport),
                             "-CAfile", certs().path("ca.pem"), "-quiet", "-verify_return_error"],
                            input=b"version\r\nquit\r\n", capture_output=True, timeout=20)
-        check(b"VERSION 1.6.18" in p.stdout, "openssl s_client: %r %r" % (p.stdout[-200:], p.stderr[-300:]))
+        check(b"VERSION 1.6.45" in p.stdout, "openssl s_client: %r %r" % (p.stdout[-200:], p.stderr[-300:]))
 
 
 @test
@@ -138,7 +138,7 @@ def client_certificates_required_or_optional():
     s, tport, _ = tls_server("ssl_verify_mode=2")
     with s:
         out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
-        eq(out, b"VERSION 1.6.18\r\n", "required: with a certificate")
+        eq(out, b"VERSION 1.6.45\r\n", "required: with a certificate")
         try:
             out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
             refused = out == b""
@@ -149,7 +149,7 @@ def client_certificates_required_or_optional():
     with s:
         for cert in (False, True):
             out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=cert), until=b"\r\n")
-            eq(out, b"VERSION 1.6.18\r\n", "optional: certificate %s" % cert)
+            eq(out, b"VERSION 1.6.45\r\n", "optional: certificate %s" % cert)
 
 
 @test
@@ -193,7 +193,7 @@ def plaintext_on_the_tls_port_is_dropped_and_counted():
         eq(st.get("ssl_handshake_errors"), "1", "counted")
         check("time_since_server_cert_refresh" in st, "cert age in stats")
         out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
-        eq(out, b"VERSION 1.6.18\r\n", "still serving TLS")
+        eq(out, b"VERSION 1.6.45\r\n", "still serving TLS")
 
 
 @test
@@ -207,9 +207,9 @@ def a_stalled_handshake_holds_nothing():
         stalled.sendall(b"\x16\x03\x01\x02\x00\x01")            # half a ClientHello
         t0 = time.monotonic()
         out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
-        eq(out, b"VERSION 1.6.18\r\n", "another TLS client is served")
+        eq(out, b"VERSION 1.6.45\r\n", "another TLS client is served")
         with Client(pport) as c:
-            eq(c.cmd("version"), "VERSION 1.6.18", "a plaintext client is served")
+            eq(c.cmd("version"), "VERSION 1.6.45", "a plaintext client is served")
         check(time.monotonic() - t0 < 3, "no wait behind the stalled handshake")
         stalled.close()
 
@@ -288,7 +288,7 @@ def refresh_certs_reloads_or_keeps_the_old():
                 f.write("not a key\n")
             check(c.cmd("refresh_certs").startswith("Error loading"), "a broken key is refused")
             out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
-            eq(out, b"VERSION 1.6.18\r\n", "the old certificate still serves")
+            eq(out, b"VERSION 1.6.45\r\n", "the old certificate still serves")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     with Server() as s, s.client() as c:        # memcached's answer without -Z

@@ -65,7 +65,9 @@ def client_lines(lines):
     for ln in lines:
         m = LINE.match(ln)
         if m and (m.group(1) or m.group(2)) == last:
-            out.append(re.sub(rb"^([<>]?)\d+", rb"\1N", ln))
+            # the version each server announces is its own
+            out.append(re.sub(rb"VERSION \S+", b"VERSION <v>",
+                              re.sub(rb"^([<>]?)\d+", rb"\1N", ln)))
     return out
 
 

@@ -53,7 +53,7 @@ fn main() {
     let gone: Option<String> = client.get(keys[0].as_str()).unwrap_or(None);
     check("delete", matches!(del, Ok(true)) && gone.is_none(), format!("{:?} {:?}", del, gone));
     let ver = client.version();
-    check("version", ver.as_ref().map(|v| v.iter().all(|(_, s)| s == "1.6.18")).unwrap_or(false),
+    check("version", ver.as_ref().map(|v| v.iter().all(|(_, s)| s == "1.6.45")).unwrap_or(false),
           format!("{:?}", ver));
     let fl = client.flush();
     let after: Option<String> = client.get(keys[1].as_str()).unwrap_or(None);
