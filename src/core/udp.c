@@ -103,6 +103,13 @@ udp_answer(struct udp_conn *u)
                 break;
             }
         }
+        if (f.len == sizeof(hdr)) {
+            /* Nothing more can be taken (no answer here waits, so this
+             * is not reached): drop the rest, never send it to the next
+             * request's client. */
+            outq_rollback(&u->out, outq_mark(&u->out) - outq_pending(&u->out));
+            break;
+        }
         ssize_t w = sendto(u->fd, f.dgram, f.len, MSG_DONTWAIT,
                            (struct sockaddr *)&u->peer, u->peer_len);
         if (w > 0) {
