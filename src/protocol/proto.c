@@ -250,16 +250,14 @@ set_keys(const char *from, const char *end, struct proto_req *req)
 static proto_status_t
 parse_get(const struct line *ln, struct proto_req *req)
 {
-    struct tok t1 = ln->tok[1];
+    bool get = req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS;
     int32_t exptime;
 
-    if (req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS) {
-        if (ln->ntok < 2)
-            return proto_fail(req, ERR_FORMAT);
-        return set_keys(t1.p, ln->end, req);
-    }
-    if (ln->ntok < 3)
+    if (ln->ntok < (get ? 2u : 3u))
         return proto_fail(req, ERR_FORMAT);
+    struct tok t1 = ln->tok[1];
+    if (get)
+        return set_keys(t1.p, ln->end, req);
     if (!proto_tok_i32(t1, &exptime))
         return proto_fail(req, ERR_EXPTIME);
     req->exptime = exptime;
