@@ -106,6 +106,14 @@ def exchange(port, packets):
     return out, closed
 
 
+def without_version(exchanged):
+    """A version answer's body is each server's own (24-byte header, then
+    the version): kept only as its header."""
+    frames, closed = exchanged
+    return [f[:24] if len(f) >= 24 and f[1] == 0x0b and f[6:8] == b"\x00\x00" else f
+            for f in frames], closed
+
+
 def whole_frame(data):
     """True once data holds a complete binary response frame."""
     return len(data) >= 24 and len(data) >= 24 + struct.unpack(">I", data[8:12])[0]
@@ -124,7 +132,7 @@ def sessions_match_memcached():
         try:
             for name, packets in SESSIONS.items():
                 got, want = exchange(mport, packets), exchange(tport, packets)
-                eq(got, want, "session %s" % name)
+                eq(without_version(got), without_version(want), "session %s" % name)
             eq(exchange(mport, SESSIONS["mechs"])[0], [pkt(0x20)[:0] + struct.pack(
                 ">BBHBBHIIQ", 0x81, 0x20, 0, 0, 0, 0, 5, 0, 0) + b"PLAIN"], "mechanisms")
             # counters, read over binary STAT after authenticating
