@@ -71,6 +71,13 @@ void *dispatch_flash_finish(struct dispatch_flash *f);
 /* A link the notify function may use to queue f until then. */
 struct dispatch_flash **dispatch_flash_next(struct dispatch_flash *f);
 
+/* The line format of a key dump. */
+typedef enum dispatch_dump {
+    DISPATCH_DUMP_CACHE,        /* stats cachedump: "ITEM k [n b; t s]" */
+    DISPATCH_DUMP_META,         /* lru_crawler metadump: "key=k exp=..." */
+    DISPATCH_DUMP_MG,           /* lru_crawler mgdump (memcached 1.6.45): "mg k" */
+} dispatch_dump_t;
+
 /* Per-connection dispatch state (embedded in the connection). */
 struct dispatch_ctx {
     struct outq         *out;
@@ -131,7 +138,7 @@ struct dispatch_ctx {
     logger_close_reason_t close_reason; /* for `watch connevents` */
     struct logger_watcher *watcher; /* DISPATCH_WATCH */
     struct {
-        bool             meta;      /* metadump lines, else cachedump's */
+        dispatch_dump_t  kind;      /* whose lines */
         uint64_t         classes[4]; /* class ids to walk (bit set) */
         uint64_t         left;      /* cachedump limit; 0 = no limit */
         uint32_t         flash_held; /* lines of flash items queued, not
@@ -182,7 +189,7 @@ void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *k
 #define DISPATCH_DUMP_FLASH_MAX 16
 void dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it);
 /* A dump's line for it (metadump's if meta, else cachedump's). */
-size_t dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap);
+size_t dispatch_dump_line(const struct item_dump *it, dispatch_dump_t kind, char *line, size_t cap);
 bool dispatch_ref_is_flash(void *ref);
 void dispatch_flash_release(void *ref);
 

@@ -269,6 +269,10 @@ size_t proto_compose_line(char *buf, size_t cap, const char *text); /* "t\r\n" *
  * "key=K exp=E la=L cas=C fetch=yes|no cls=N size=S flags=F \n" (memcached
  * 1.6.45's, the space before the newline too); the key is URI-encoded, exp
  * is -1 for never. */
+/* An mgdump line (memcached 1.6.45): "mg <key>\r\n", a binary key as
+ * "mg <base64> b\r\n". */
+size_t proto_compose_mgdump(char *buf, size_t cap, const char *key, size_t nkey,
+                            bool binary);
 size_t proto_compose_metadump(char *buf, size_t cap, const char *key,
                               size_t nkey, int64_t exp, uint64_t la,
                               uint64_t cas, bool fetched, unsigned cls,

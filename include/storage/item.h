@@ -578,6 +578,7 @@ struct item_dump {
     uint32_t   vlen;            /* value bytes */
     uint32_t   flags;           /* client flags */
     size_t     total;           /* header + key + value */
+    bool       key_binary;      /* stored with meta b: shown base64 */
     /* A flash item: its stub keeps no key, so key is not filled in (nkey
      * is its length); item_dump_read_init() sets up the read of its
      * record, item_dump_key_read() takes the key from it. */

@@ -110,9 +110,12 @@ answer(struct dispatch_ctx *d, bool noreply, const char *text)
 #define DUMP_BATCH 256          /* items per turn of a dump */
 
 size_t
-dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap)
+dispatch_dump_line(const struct item_dump *it, dispatch_dump_t kind, char *line, size_t cap)
 {
-    if (meta) {
+    if (kind == DISPATCH_DUMP_MG) {
+        return proto_compose_mgdump(line, cap, it->key, it->nkey, it->key_binary);
+    }
+    if (kind == DISPATCH_DUMP_META) {
         return proto_compose_metadump(line, cap, it->key, it->nkey,
                                       it->exptime ? (int64_t)clock_unix(it->exptime) : -1,
                                       (uint64_t)clock_unix(it->time), it->cas,
@@ -120,6 +123,17 @@ dispatch_dump_line(const struct item_dump *it, bool meta, char *line, size_t cap
     }
     return proto_compose_cachedump(line, cap, it->key, it->nkey, it->vlen,
                                    it->exptime ? (uint64_t)clock_unix(it->exptime) : 0);
+}
+
+/* An mgdump ends as a meta answer does ("EN"), the others with END. */
+static void
+dump_end(struct dispatch_ctx *d)
+{
+    if (d->dump.kind == DISPATCH_DUMP_MG) {
+        dispatch_reply_line(d, "EN");
+    } else {
+        dispatch_reply(d, PROTO_RSP_END);
+    }
 }
 
 /*
@@ -136,16 +150,16 @@ dispatch_dump_more(struct dispatch_ctx *d)
 
     for (int n = 0; n < DUMP_BATCH && !dispatch_out_full(d); n++) {
         if (!item_dump_next(&d->dump.cur, d->dump.classes, &it)) {
-            dispatch_reply(d, PROTO_RSP_END);
+            dump_end(d);
             return DISPATCH_DONE;
         }
         if (it.stub) {
             dispatch_flash_dump(d, &it);
         } else {
-            outq_add(d->out, line, dispatch_dump_line(&it, d->dump.meta, line, sizeof(line)));
+            outq_add(d->out, line, dispatch_dump_line(&it, d->dump.kind, line, sizeof(line)));
         }
         if (d->dump.left > 0 && --d->dump.left == 0) {
-            dispatch_reply(d, PROTO_RSP_END);
+            dump_end(d);
             return DISPATCH_DONE;
         }
     }
@@ -153,13 +167,13 @@ dispatch_dump_more(struct dispatch_ctx *d)
 }
 
 static dispatch_result_t
-dump_start(struct dispatch_ctx *d, bool meta, uint64_t left)
+dump_start(struct dispatch_ctx *d, dispatch_dump_t kind, uint64_t left)
 {
-    d->dump.meta = meta;
+    d->dump.kind = kind;
     d->dump.left = left;
     d->dump.cur = (struct item_cursor){ 0, 0 };
-    if (meta) {
-        dispatch_reply(d, PROTO_RSP_OK);    /* memcached 1.6.45 opens a metadump so */
+    if (kind != DISPATCH_DUMP_CACHE) {
+        dispatch_reply(d, PROTO_RSP_OK);    /* memcached 1.6.45 opens its dumps so */
     }
     return dispatch_dump_more(d);
 }
@@ -227,7 +241,7 @@ admin_cachedump(struct dispatch_ctx *d, const char *args, const char *end)
     }
     memset(d->dump.classes, 0, sizeof(d->dump.classes));
     class_select(d->dump.classes, cls);
-    return dump_start(d, false, limit);
+    return dump_start(d, DISPATCH_DUMP_CACHE, limit);
 }
 
 /* --- lru_crawler --------------------------------------------------------------- */
@@ -252,27 +266,29 @@ crawler_crawl(struct dispatch_ctx *d, const struct args *a)
 }
 
 static dispatch_result_t
-crawler_metadump(struct dispatch_ctx *d, const struct args *a)
+crawler_metadump(struct dispatch_ctx *d, const struct args *a, dispatch_dump_t kind)
 {
     if (!crawler_enabled()) {
         dispatch_reply_line(d, "CLIENT_ERROR lru crawler disabled");
         return DISPATCH_DONE;
     }
+    bool mg = kind == DISPATCH_DUMP_MG;
     if (settings.dump_disabled) {
-        dispatch_reply_line(d, "ERROR metadump not allowed");
+        dispatch_reply_line(d, mg ? "ERROR key dump not allowed" : "ERROR metadump not allowed");
         return DISPATCH_DONE;
     }
     /* memcached refuses a dump behind answers still queued (pipelined
      * commands in the same read): they would interleave with it. */
     if (outq_pending(d->out) > 0) {
-        dispatch_reply_line(d, "ERROR cannot pipeline other commands before metadump");
+        dispatch_reply_line(d, mg ? "ERROR cannot pipeline other commands before mgdump" :
+                               "ERROR cannot pipeline other commands before metadump");
         return DISPATCH_DONE;
     }
     if (!parse_classes(d->dump.classes, a->w[1], a->n[1], true)) {
         dispatch_reply_line(d, "BADCLASS invalid class id");
         return DISPATCH_DONE;
     }
-    return dump_start(d, true, 0);
+    return dump_start(d, kind, 0);
 }
 
 dispatch_result_t
@@ -286,7 +302,10 @@ admin_lru_crawler(struct dispatch_ctx *d, const struct proto_req *req)
         return crawler_crawl(d, &a);
     }
     if (a.count == 2 && arg_is(&a, 0, "metadump")) {
-        return crawler_metadump(d, &a);
+        return crawler_metadump(d, &a, DISPATCH_DUMP_META);
+    }
+    if (a.count == 2 && arg_is(&a, 0, "mgdump")) {
+        return crawler_metadump(d, &a, DISPATCH_DUMP_MG);
     }
     if (a.count == 2 && (arg_is(&a, 0, "tocrawl") || arg_is(&a, 0, "sleep"))) {
         bool sleep = arg_is(&a, 0, "sleep");

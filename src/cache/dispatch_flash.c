@@ -53,7 +53,7 @@ struct dispatch_flash {
     uint32_t                 nmiss;     /* the miss: buf[nhdr + nbytes, +nmiss) */
     struct item_dump        *dump;      /* a dump's line: its item; else NULL */
     uint32_t                *held;      /* a dump's: its connection's count */
-    bool                     dump_meta;
+    dispatch_dump_t          dump_kind;
     int                      refs;
     char                     buf[];
 };
@@ -188,7 +188,7 @@ flash_dump_finish(struct dispatch_flash *f)
     if (f->out != NULL) {
         size_t len = 0;
         if (item_dump_key_read(f->dump, &f->rd)) {
-            len = dispatch_dump_line(f->dump, f->dump_meta, f->buf, DISPATCH_DUMP_LINE_MAX);
+            len = dispatch_dump_line(f->dump, f->dump_kind, f->buf, DISPATCH_DUMP_LINE_MAX);
         }
         outq_ready(f->out, f->seg, len);
         conn = f->conn;
@@ -314,7 +314,7 @@ dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it)
     f->rd.dst = NULL;               /* key only */
     f->nhdr = f->send = f->nmiss = 0;
     f->dump = copy;
-    f->dump_meta = d->dump.meta;
+    f->dump_kind = d->dump.kind;
     f->held = &d->dump.flash_held;
     d->dump.flash_held++;           /* the queue's release counts it down */
     if (flash_queue(d, f, DISPATCH_DUMP_LINE_MAX)) {

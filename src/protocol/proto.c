@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base64.h"
 #include "num.h"
 #include "proto_int.h"
 
@@ -857,6 +858,22 @@ out_uri(struct out *o, const char *s, size_t n)
             out_mem(o, e, 3);
         }
     }
+}
+
+size_t
+proto_compose_mgdump(char *buf, size_t cap, const char *key, size_t nkey, bool binary)
+{
+    struct out o = {buf, cap, 0, false};
+
+    out_mem(&o, "mg ", 3);
+    if (binary) {
+        char enc[(PROTO_KEY_MAX + 2) / 3 * 4 + 1];
+        out_mem(&o, enc, base64_encode((const unsigned char *)key, nkey, enc, sizeof(enc)));
+        out_mem(&o, " b", 2);
+    } else {
+        out_mem(&o, key, nkey);
+    }
+    return out_done(&o);
 }
 
 size_t

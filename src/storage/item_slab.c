@@ -439,6 +439,7 @@ dump_visit(struct item *it, uint32_t hv, uint8_t cls, rel_time_t now, void *ctx)
     }
     out->cls = cls;
     out->fetched = (item_iflags(it) & ITEM_FETCHED) != 0;
+    out->key_binary = (item_iflags(it) & ITEM_KEY_BINARY) != 0;
     out->exptime = it->exptime;
     out->time = it->time;
     out->cas = item_cas(it);

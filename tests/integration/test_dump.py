@@ -94,6 +94,32 @@ def metadump_lists_every_live_item():
 
 
 @test
+def mgdump_lists_keys_as_meta_gets():
+    """lru_crawler mgdump (memcached 1.6.45): "OK", then "mg <key>" for each
+    live item (a binary key base64-encoded with " b"), then "EN"."""
+    with Server("-m", "64") as s, s.client(timeout=20) as c:
+        keys = store_many(c, 3000)
+        c.send(b"ms Zm9v 1 b\r\nz\r\n")
+        eq(c.read_line(), b"HD", "a binary key stored")
+        eq(c.set("gone", "v", exptime=-1), "STORED")
+        c.send(b"lru_crawler mgdump all\r\n")
+        data = b""
+        while not data.endswith(b"\r\nEN\r\n"):
+            chunk = c.sock.recv(1 << 20)
+            check(chunk, "connection closed mid-dump")
+            data += chunk
+        lines = data.decode().split("\r\n")[:-1]
+        eq(lines[0], "OK", "opens with OK")
+        eq(lines[-1], "EN", "ends with EN")
+        eq(sorted(lines[1:-1]), sorted(["mg " + k for k in keys] + ["mg Zm9v b"]),
+           "one mg line per live item")
+        eq(c.cmd("lru_crawler mgdump 300"), "BADCLASS invalid class id")
+        eq(c.cmd("version")[:8], "VERSION ", "served after the dump")
+    with Server("-X") as s, s.client() as c:
+        eq(c.cmd("lru_crawler mgdump all"), "ERROR key dump not allowed")
+
+
+@test
 def cachedump_of_a_class():
     with Server() as s, s.client() as c:
         eq(c.set("a", "x"), "STORED")
