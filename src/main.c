@@ -42,6 +42,17 @@
 #include "stats.h"
 #include "worker.h"
 
+#ifdef HAVE_JEMALLOC
+/*
+ * jemalloc's thread caches and per-CPU arenas pay off where a program
+ * allocates per request. slabcache does not (items live in slabs, request
+ * state in per-worker pools): they would only hold resident memory
+ * outside -m, filled per size class a thread ever asks for. One arena,
+ * no thread caches. MALLOC_CONF in the environment still overrides.
+ */
+const char *malloc_conf = "narenas:1,tcache:false";
+#endif
+
 static struct event_base *main_base;
 
 /*

@@ -107,19 +107,22 @@ void           slab_teardown(void);
 uint8_t  slab_clsid(size_t size);
 /*
  * The class such an item is allocated in: its own, unless memory is at
- * the limit and its own class has no slab. Classes are grouped by
- * memcached's classes at its defaults (its 48-byte header plus -n, then
- * SLAB_SHARE times the one before): a class belongs to the one its
+ * the limit and its own class has no slab. Classes are grouped by size
+ * (from memcached's first chunk, its 48-byte header plus -n, each group's
+ * top SLAB_SHARE times the one before): a class belongs to the group its
  * smallest item fits. The item then goes to the nearest larger class
  * that has a slab, within its own class's group or SLAB_SHARE times the
  * item, and with none, to the group's largest class, whose first slab is
  * granted past the limit (the first-slab rule). Past the limit a cache
- * thus carves at most one first slab per group, no more than memcached
- * carves pages for the same sizes, whatever -f is; below it, every class
- * carves its own. An item so placed takes a chunk at most about SLAB_SHARE
- * times its own class's chunk times -f.
+ * thus carves at most one first slab per group, whatever -f is; below it,
+ * every class carves its own. Memory past -m is the price of a home for
+ * every size, so groups are coarser than memcached's classes (x1.25):
+ * about two thirds as many first slabs as its first pages over the same
+ * sizes, for chunks up to about SLAB_SHARE times the item's own class's
+ * chunk times -f, in those first slabs only. Coarser still costs hits
+ * where first slabs are most of the memory (notes/eviction.md).
  */
-#define SLAB_SHARE 1.25
+#define SLAB_SHARE 1.4
 uint8_t  slab_clsid_alloc(size_t size);
 /*
  * Whether cls's items have a home at the limit without a slab of their

@@ -74,7 +74,7 @@
     X(hashpower,       XNUM,    0,   "hashpower",           16,          12,   32,          "hashpower_init",    "initial hash table size: 2^N buckets") \
     X(slab_reassign,   XSWITCH, 0,   "slab_reassign",       true,        0,    1,           "slab_reassign",     "slabs may move between classes (no_slab_reassign: item-level eviction only)") \
     X(automove,        XNUM,    0,   "slab_automove",       -1,          0,    2,           "slab_automove",     "memcached's mover levels as eviction stacks: 0 lru, 1 auto, 2 lrc (default: --eviction)") \
-    X(first_slab,      XBOOL,   0,   "first_slab_past_limit", true,      0,    1,           "first_slab_past_limit", "past -m, a group of classes within 1.25x with no slab gets one, as memcached's first page") \
+    X(first_slab,      XBOOL,   0,   "first_slab_past_limit", true,      0,    1,           "first_slab_past_limit", "past -m, a group of classes within 1.4x with no slab gets one, as memcached's first page") \
     X(slab_chunk_max,  XNUM,    0,   "slab_chunk_max",      0,           0,    1073741824,  "slab_chunk_max",    "largest slab chunk: kilobytes from 1 to 1024 (memcached 1.6.45), bytes above (1.6.18), dividing -I; larger items are chained from chunks of it (0: -I, nothing chained)") \
     X(slab_rescue,     XBOOL,   0,   "slab_rescue",         true,        0,    1,           "slab_rescue",       "a slab emptied for another class moves its recently read items to its class's coldest chunks") \
     X(lru_crawler,     XSWITCH, 0,   "lru_crawler",         true,        0,    1,           "lru_crawler",       "run the crawler thread that lru_crawler crawl uses") \

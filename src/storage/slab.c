@@ -319,15 +319,12 @@ slab_clsid(size_t size)
 }
 
 /*
- * Chunk sizes fall in groups: memcached's classes at its default spacing
- * for the same -n (its 48-byte item header plus -n, then SLAB_SHARE times
- * the one before, aligned to 8). A class's group is the memcached class
- * that its smallest item fits, so the group's largest class holds every
- * item of that memcached class. On memcached's own grid, a load carves at
- * most one first slab past the limit where memcached carves one page: a
- * grid anchored at our smaller first chunk reached one group further up
- * the same sizes. Groups, not a window around each item, so that classes
- * coming up in any order share one first slab per group.
+ * Chunk sizes fall in groups: the first ends at memcached's first chunk
+ * for the same -n (its 48-byte item header plus -n), each next one at
+ * SLAB_SHARE times the one before, aligned to 8. A class's group is the
+ * one its smallest item fits, so the group's largest class holds every
+ * item of the group. Groups, not a window around each item, so that
+ * classes coming up in any order share one first slab per group.
  */
 #define SHARE_HEADER 48
 
@@ -525,6 +522,23 @@ arena_small_pages(size_t off, size_t len)
     (void)madvise(arena + off, len, MADV_NOHUGEPAGE);
 }
 
+/*
+ * Whether new slab sid (the table's last, n before it) may go on a huge
+ * page: only if the rest of that page, which the kernel backs with it,
+ * would be carved within the limit too. Otherwise a slab count ending
+ * inside a huge page holds memory past -m for a slab that never comes.
+ */
+static bool
+huge_page_fits(uint32_t sid, uint32_t n, size_t used)
+{
+    size_t end = (size_t)(sid + 1) * stride;
+
+    if (sid < n) {
+        return true;
+    }
+    return used + stride + (align_up(end, HUGE_BYTES) - end) <= slab_room();
+}
+
 /* A released slab carved again within the limit: huge pages again, so
  * that its 2 MB pair, once both halves are in use, can be collapsed back
  * into one (by the kernel's khugepaged). */
@@ -579,7 +593,7 @@ table_append(bool first)
         sid = n;
     }
     if (sid != SLAB_ID_NONE) {
-        if (!within) {
+        if (!within || !huge_page_fits(sid, n, used)) {
             arena_small_pages((size_t)sid * stride, stride);
         } else if (sid < n) {
             arena_huge_pages((size_t)sid * stride, stride);

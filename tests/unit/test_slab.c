@@ -493,6 +493,38 @@ START_TEST(test_slab_past_limit_on_small_pages)
 END_TEST
 
 /*
+ * A slab within the limit goes on a huge page only if the rest of that
+ * page would be carved within the limit too: at -m 3 (1 MB slabs) the
+ * third slab's huge page would back a fourth megabyte no slab ever takes,
+ * held past -m (RSS one slab more than the slabs at an odd count).
+ */
+START_TEST(test_slab_ending_a_huge_page_early_on_small_pages)
+{
+    uint32_t sid;
+    struct item *at[3];
+
+    slab_teardown();
+    setup_with(3 * MB, MB);
+    uint8_t last = slab_class_count();
+    for (uint32_t i = 0; i < 3; i++) {
+        at[i] = slab_alloc(last, &sid);
+        ck_assert_ptr_nonnull(at[i]);
+        ck_assert_uint_eq(sid, i);
+    }
+    ck_assert(slab_at_limit());
+    char flags[512];
+    vm_flags_of(at[0], flags, sizeof(flags));
+    if (strstr(flags, " hg") == NULL) {
+        return;                 /* no transparent huge pages here: nothing to show */
+    }
+    vm_flags_of(at[1], flags, sizeof(flags));
+    ck_assert(strstr(flags, " hg") != NULL);        /* its pair is whole */
+    vm_flags_of(at[2], flags, sizeof(flags));
+    ck_assert_msg(strstr(flags, " nh") != NULL, "third of three: VmFlags%s", flags);
+}
+END_TEST
+
+/*
  * A drain can be told to leave its class some slabs (the first-slab rule:
  * another class's last slab stays). Counted under the class's lock with
  * the drains under way, so two drains at once cannot both take the last.
@@ -567,31 +599,39 @@ START_TEST(test_released_slab_reused_before_table_grows)
 }
 END_TEST
 
-/* memcached's class (0, 1, ...) at its default spacing for -n CHUNK_MIN
- * that an item of size bytes fits: its 48-byte header plus -n, then
- * SLAB_SHARE times the one before, aligned to 8. */
+/* The group (0, 1, ...) whose sizes an item of size bytes fits, groups
+ * ending at 48 + CHUNK_MIN (memcached's first chunk for -n CHUNK_MIN),
+ * then each at spacing times the one before, aligned to 8: slab.c's
+ * groups at SLAB_SHARE, memcached's classes at its default 1.25. */
 static uint32_t
-memcached_class(size_t size)
+size_group(size_t size, double spacing)
 {
     size_t top = 48 + CHUNK_MIN;
     uint32_t k = 0;
 
     while (size > top) {
-        top = (size_t)((double)top * SLAB_SHARE);
+        top = (size_t)((double)top * spacing);
         top += (8 - top % 8) % 8;
         k++;
     }
     return k;
 }
 
+static uint32_t
+memcached_class(size_t size)
+{
+    return size_group(size, 1.25);
+}
+
 /*
  * At the limit, an item whose class has no slab goes to the nearest larger
  * class of its group with one, else to its group's largest class, whose
  * first slab is granted: fine classes (-f 1.08) then carve past the limit
- * at most one slab per memcached class (a group: the classes whose
- * smallest item fits one memcached class), not one per class. A grid
- * anchored at our own smaller first chunk carved one more over the same
- * sizes. Below the limit every item keeps its own class.
+ * at most one slab per group (the classes whose smallest item fits one
+ * step of SLAB_SHARE in sizes), not one per class, and not one per memcached class
+ * either: memory past -m is what a home for every size costs, so groups
+ * are coarser than memcached's classes. Below the limit every item keeps
+ * its own class.
  */
 START_TEST(test_first_slabs_shared_by_groups)
 {
@@ -609,11 +649,13 @@ START_TEST(test_first_slabs_shared_by_groups)
     ck_assert(slab_at_limit());
     slab_set_first_past_limit(true);
     uint32_t before = slab_table_count(), groups = 0, group = UINT32_MAX;
+    uint32_t mc_classes = memcached_class(cstats(last - 1).chunk_size) -
+                          memcached_class(1) + 1;
     for (uint8_t c = 1; c < last; c++) {
         size_t size = cstats(c).chunk_size;
         size_t smallest = c > 1 ? cstats(c - 1).chunk_size + 1 : 1;
-        if (memcached_class(smallest) != group) {
-            group = memcached_class(smallest);
+        if (size_group(smallest, SLAB_SHARE) != group) {
+            group = size_group(smallest, SLAB_SHARE);
             groups++;
         }
         uint8_t at = slab_clsid_alloc(size);
@@ -625,7 +667,7 @@ START_TEST(test_first_slabs_shared_by_groups)
         /* homed: a larger class of its group holds a slab */
         if (at == c) {
             ck_assert(!slab_class_homed(c));
-        } else if (memcached_class(cstats(at - 1).chunk_size + 1) == group) {
+        } else if (size_group(cstats(at - 1).chunk_size + 1, SLAB_SHARE) == group) {
             ck_assert(slab_class_homed(c));
         }
         ck_assert_uint_eq(slab_clsid_alloc(size), at);      /* it has memory there now */
@@ -633,6 +675,9 @@ START_TEST(test_first_slabs_shared_by_groups)
     /* one class (the last) held every slab: the others shared first slabs */
     ck_assert_uint_gt(last - 1u, groups + 5u);
     ck_assert_uint_le(slab_table_count() - before, groups);
+    /* past -m, at most three quarters of the pages memcached carves for
+     * the same sizes */
+    ck_assert_uint_le(4 * (slab_table_count() - before), 3 * mc_classes);
     slab_set_first_past_limit(false);
     /* with the rule off nothing is granted: a class without a slab borrows
      * one that has memory, or keeps its own (to get a slab moved to it) */
@@ -1105,6 +1150,7 @@ slab_suite(void)
     tcase_add_test(tc, test_first_slab_past_limit);
     tcase_add_test(tc, test_reserve_comes_out_of_the_limit);
     tcase_add_test(tc, test_slab_past_limit_on_small_pages);
+    tcase_add_test(tc, test_slab_ending_a_huge_page_early_on_small_pages);
     tcase_add_test(tc, test_released_slab_reused_before_table_grows);
     tcase_add_test(tc, test_drain_leaves_the_slabs_asked);
     suite_add_tcase(s, tc);
