@@ -37,6 +37,7 @@
 #include "listener.h"
 #include "log.h"
 #include "logger.h"
+#include "restart.h"
 #include "settings.h"
 #include "slab.h"
 #include "stats.h"
@@ -54,15 +55,16 @@ const char *malloc_conf = "narenas:1,tcache:false";
 #endif
 
 static struct event_base *main_base;
+static bool               graceful;    /* SIGUSR1 or `shutdown graceful` */
 
 /*
  * `shutdown` arrives on a worker thread; the main loop is told the way a
  * user would tell it, by SIGTERM, so libevent needs no cross-thread locks.
  */
 static void
-on_shutdown(void)
+on_shutdown(bool graceful_stop)
 {
-    kill(getpid(), SIGTERM);
+    kill(getpid(), graceful_stop ? SIGUSR1 : SIGTERM);
 }
 
 static void
@@ -71,6 +73,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     (void)arg;
     log_info("signal %d: shutting down", (int)sig);
+    graceful = graceful || sig == SIGUSR1;
     event_base_loopbreak(main_base);
 }
 
@@ -246,18 +249,133 @@ write_pidfile(void)
 
 static int flash_start(void);
 
+/* -e: the memory file, and what a graceful stop saved beside it. */
+static int                 memory_fd = -1;
+static struct restart_meta saved;
+
 static int
-storage_setup(void)
+slabs_setup(void)
 {
     size_t hdr = item_total_size(0, 0) - 2;
 
     if (settings.ext_path != NULL) {
         slab_add_small_class(item_stub_size());     /* flash stubs fit it exactly */
     }
+    slab_set_file(memory_fd);
     if (slab_setup_chunked(settings.maxbytes, (size_t)settings.item_size_max,
                            settings.factor, (size_t)settings.chunk_min, hdr,
                            (size_t)settings.slab_chunk_max) != SLAB_OK) {
         fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n/-o slab_chunk_max)\n");
+        return -1;
+    }
+    if (item_setup(!settings.cas_disabled) != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * -e PATH: read what the last graceful stop saved (restart.h): *warm if
+ * saved holds it. 0, or an exit code. memcached 1.6.45 refuses a memory
+ * file with extstore; so does slabcache with its flash tier, for now.
+ */
+static int
+memory_file_open(bool *warm)
+{
+    char err[256];
+
+    *warm = false;
+    if (settings.memory_file == NULL) {
+        return 0;
+    }
+    if (settings.ext_path != NULL) {
+        fprintf(stderr, "slabcache: -e (memory_file) with the flash tier (ext_path) "
+                "is not supported yet\n");
+        return EX_USAGE;
+    }
+    restart_status_t st = restart_read(settings.memory_file, &saved, err, sizeof(err));
+    if (st == RESTART_BAD) {
+        fprintf(stderr, "slabcache: cannot restart from %s.meta: %s\n",
+                settings.memory_file, err);
+        return EXIT_FAILURE;
+    }
+    memory_fd = restart_open_file(settings.memory_file);
+    if (memory_fd < 0) {
+        fprintf(stderr, "slabcache: cannot open the memory file %s: %s\n",
+                settings.memory_file, strerror(errno));
+        return EX_OSERR;
+    }
+    if (st == RESTART_NONE) {
+        log_warn("memory file %s: no metadata from a graceful stop, starting cold",
+                 settings.memory_file);
+        return restart_empty_file(memory_fd) == 0 ? 0 : EX_OSERR;
+    }
+    if (err[0] != '\0') {
+        log_warn("memory file %s: %s, starting cold", settings.memory_file, err);
+        restart_meta_free(&saved);
+        return restart_empty_file(memory_fd) == 0 ? 0 : EX_OSERR;
+    }
+    *warm = true;
+    return 0;
+}
+
+/* Warm: relink what the file holds, or start cold if the geometry moved. */
+static int
+memory_file_restore(void)
+{
+    char why[256] = "";
+    struct item_restored r;
+
+    if (!restart_compatible(&saved, settings.maxbytes, why, sizeof(why))) {
+        log_warn("memory file %s: %s, starting cold", settings.memory_file, why);
+        restart_meta_free(&saved);
+        item_teardown();
+        slab_teardown();
+        if (restart_empty_file(memory_fd) != 0) {
+            return EX_OSERR;
+        }
+        return slabs_setup() == 0 && assoc_setup(settings.hashpower) == 0 ? 0 : EXIT_FAILURE;
+    }
+    uint64_t t0 = clock_mono_ns();
+    clock_restore((time_t)saved.started);
+    item_state_restore(&saved.items);
+    if (assoc_setup(saved.hashpower) != 0 || !slab_restore_table(saved.nslabs, saved.cls)) {
+        fprintf(stderr, "slabcache: cannot restore %u slabs from %s\n", saved.nslabs,
+                settings.memory_file);
+        restart_meta_free(&saved);
+        return EXIT_FAILURE;
+    }
+    item_restore(saved.nslabs, &r);
+    log_warn("memory file %s: restored %llu items (%llu bytes) in %u slabs in %.1f ms, "
+             "stopped %llds ago; %llu expired, %llu not whole (dropped)",
+             settings.memory_file, (unsigned long long)r.items, (unsigned long long)r.bytes,
+             saved.nslabs, (double)(clock_mono_ns() - t0) / 1e6,
+             (long long)(time(NULL) - saved.stopped), (unsigned long long)r.expired,
+             (unsigned long long)r.broken);
+    restart_meta_free(&saved);
+    return 0;
+}
+
+static int
+storage_setup(void)
+{
+    bool warm;
+    int rc = memory_file_open(&warm);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (slabs_setup() != 0) {
+        return -1;
+    }
+    if (warm) {
+        rc = memory_file_restore();
+        if (rc != 0) {
+            return rc;
+        }
+    } else if (assoc_setup(settings.hashpower) != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
         return -1;
     }
     slab_set_first_past_limit(settings.first_slab);
@@ -265,10 +383,6 @@ storage_setup(void)
     for (uint8_t c = 1; log_enabled(LOG_LEVEL_DEBUG) && c <= slab_class_count(); c++) {
         log_debug("slab class %3u: chunk size %9u perslab %7u", (unsigned)c,
                   (unsigned)slab_class_chunk_size(c), (unsigned)slab_class_perslab(c));
-    }
-    if (assoc_setup(settings.hashpower) != 0 || item_setup(!settings.cas_disabled) != 0) {
-        fprintf(stderr, "slabcache: out of memory at start-up\n");
-        return -1;
     }
     return flash_start();
 }
@@ -323,12 +437,37 @@ storage_teardown(void)
     item_teardown();
     assoc_teardown();
     slab_teardown();
+    if (memory_fd >= 0) {
+        close(memory_fd);
+        memory_fd = -1;
+    }
+}
+
+/*
+ * A graceful stop with -e: everything that touches the cache has stopped;
+ * save what indexes the slabs (restart.h). The next start finds it.
+ */
+static int
+memory_file_save(void)
+{
+    if (!graceful || memory_fd < 0) {
+        return 0;
+    }
+    uint64_t t0 = clock_mono_ns();
+    if (restart_save(settings.memory_file, settings.maxbytes) != 0) {
+        log_error("memory file %s: cannot save its metadata: %s; the next start is cold",
+                  settings.memory_file, strerror(errno));
+        return EXIT_FAILURE;
+    }
+    log_warn("memory file %s: %u slabs saved in %.1f ms", settings.memory_file,
+             slab_table_count(), (double)(clock_mono_ns() - t0) / 1e6);
+    return 0;
 }
 
 static int
 run(void)
 {
-    struct event *sigterm, *sigint, *sighup, *tick;
+    struct event *sigterm, *sigint, *sigusr1, *sighup, *tick;
     struct timeval one_sec = { 1, 0 };
 
     main_base = event_base_new();
@@ -361,6 +500,10 @@ run(void)
     dispatch_set_shutdown(on_shutdown);
     sigterm = evsignal_new(main_base, SIGTERM, on_signal, NULL);
     sigint = evsignal_new(main_base, SIGINT, on_signal, NULL);
+    /* memcached's graceful stop: with -e the cache is saved for the next
+     * start; without, the same as SIGTERM. */
+    sigusr1 = evsignal_new(main_base, SIGUSR1, on_signal, NULL);
+    event_add(sigusr1, NULL);
     sighup = evsignal_new(main_base, SIGHUP, on_hangup, NULL);
     event_add(sighup, NULL);
     tick = event_new(main_base, -1, EV_PERSIST, on_clock, NULL);
@@ -387,6 +530,7 @@ run(void)
     listener_udp_close();       /* the workers read them until now */
     event_free(sigterm);
     event_free(sigint);
+    event_free(sigusr1);
     event_free(sighup);
     event_free(tick);
     event_base_free(main_base);
@@ -489,6 +633,9 @@ main(int argc, char **argv)
 
     evict_bg_stop();
     crawler_teardown();
+    if (rc == 0) {
+        rc = memory_file_save();
+    }
     item_set_evict_hook(NULL);
     item_set_ref_hook(NULL);
     sizing_teardown();

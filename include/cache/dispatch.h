@@ -147,7 +147,7 @@ struct dispatch_ctx {
     } dump;
 };
 
-typedef void (*dispatch_shutdown_fn)(void);
+typedef void (*dispatch_shutdown_fn)(bool graceful);
 
 void dispatch_set_shutdown(dispatch_shutdown_fn fn);
 /* refresh_certs: core's TLS reload (0, or -1 with a reason in err). */

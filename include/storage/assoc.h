@@ -54,6 +54,10 @@ const uint32_t *assoc_prefetch_bucket(uint32_t hv);
 void         assoc_prefetch_head(const uint32_t *slot);
 
 uint64_t     assoc_buckets(void);          /* total buckets, all partitions */
+/* memcached's hash_power_level: partitions double one at a time, so the
+ * power of two nearest the buckets (2^17 keys make it 17 as in memcached,
+ * even while a few partitions have not doubled yet). */
+uint32_t     assoc_power(void);
 uint64_t     assoc_retired_buckets(void);  /* in replaced arrays kept for prefetches */
 uint64_t     assoc_expansions(void);
 

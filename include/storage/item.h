@@ -543,6 +543,28 @@ item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
  * (slab_release) instead of to a class. */
 item_slab_status_t item_slab_release(uint32_t sid);
 /* -o slab_rescue=0|1 (default 1). */
+/*
+ * Warm restart (restart.h). item_state_save/restore: what the items are
+ * judged by besides themselves (the CAS counter, the flush_all point).
+ * item_restore(): after slab_restore_table() gave nslabs slabs back, and
+ * item_state_restore() and the clock their times, relink every whole item
+ * whose time has not passed and free the other chunks (item_restore.c).
+ */
+struct item_state {
+    uint64_t   cas_seq;
+    rel_time_t oldest_live;
+    uint64_t   oldest_cas;
+};
+struct item_restored {
+    uint64_t items;     /* relinked */
+    uint64_t bytes;
+    uint64_t expired;   /* expired or flushed while stopped or before */
+    uint64_t broken;    /* not whole: dropped */
+    uint64_t max_cas;
+};
+void          item_state_save(struct item_state *out);
+void          item_state_restore(const struct item_state *in);
+void          item_restore(uint32_t nslabs, struct item_restored *out);
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
 /*

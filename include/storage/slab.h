@@ -261,4 +261,24 @@ size_t   slab_malloced(void);                /* bytes of slabs allocated */
 
 void     slab_class_stats(uint8_t cls, struct slab_class_stats *out);
 
+/*
+ * Warm restart (-e, restart.h). slab_set_file(fd) before slab_setup*():
+ * the arena is then a shared mapping of that file (sparse, sized to the
+ * reservation), so slabs outlive the process; a released slab's pages are
+ * punched out of it. A start that finds a saved table gives it back:
+ * slab_restore_table() assigns slab i to cls[i] (0: released, pooled),
+ * chunks on no list yet; slab_restore_visit() calls visit on each chunk
+ * of a slab; slab_restore_chunks() asks keep of each (true: in use, as
+ * allocated; false: onto the free list) and returns how many are in use.
+ * slab_restore_handle() tells whether h names a chunk of a restored slab.
+ */
+typedef bool (*slab_keep_fn)(struct item *chunk, void *arg);
+void     slab_set_file(int fd);
+bool     slab_restore_table(uint32_t n, const uint8_t *cls);
+void     slab_restore_visit(uint32_t sid, slab_keep_fn visit, void *arg);
+uint32_t slab_restore_chunks(uint32_t sid, slab_keep_fn keep, void *arg);
+bool     slab_restore_handle(uint32_t h);
+/* The memory file's slabs written through to it (msync); 0 or -1. */
+int      slab_sync(void);
+
 #endif

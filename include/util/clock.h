@@ -19,6 +19,9 @@ void       clock_setup(void);
 void       clock_tick(void);           /* refresh from the wall clock */
 rel_time_t clock_now(void);            /* seconds since (start - 2) */
 time_t     clock_started(void);        /* unix time that rel 0 stands for */
+/* A warm restart: rel 0 stands for started again, so the times saved with
+ * the items run on, the downtime included. */
+void       clock_restore(time_t started);
 time_t     clock_unix(rel_time_t t);   /* rel -> unix */
 rel_time_t clock_exptime(int64_t exptime); /* protocol exptime -> rel; 0 = never */
 /* Milliseconds since start from the kernel's coarse clock (vDSO, no syscall). */

@@ -24,6 +24,7 @@ void log_write(log_level_t level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 #define log_error(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)
+#define log_warn(...)  log_write(LOG_LEVEL_WARN, __VA_ARGS__)
 #define log_info(...)  log_write(LOG_LEVEL_INFO, __VA_ARGS__)
 #define log_debug(...) log_write(LOG_LEVEL_DEBUG, __VA_ARGS__)
 

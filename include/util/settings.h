@@ -68,6 +68,7 @@
     X(sasl,            FLAG,    'S', "enable-sasl",         false,       0,    0,           "auth_enabled_sasl", "SASL authentication over the binary protocol (Cyrus SASL, service memcached; SASL_CONF_PATH)") \
     X(auth_file,       STR,     'Y', "auth-file",           NULL,        0,    0,           "auth_enabled_ascii", "memcached's ASCII authentication: user:password lines; clients send \"set <any> 0 0 <n>\" with \"user pass\" as data") \
     X(protocol,        STR,     'B', "protocol",            "auto",      0,    0,           "binding_protocol",  "auto (ASCII, or binary when a connection's first byte is 0x80), ascii or binary") \
+    X(memory_file,     STR,     'e', "memory-file",         NULL,        0,    0,           "memory_file",       "warm restart: slabs live in this file (on tmpfs), saved by a graceful stop (SIGUSR1, shutdown graceful) and found again by the next start with the same options; also -o memory_file=PATH") \
     X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \
     X(admin_listen,    STR,     0,   "admin-listen",        "127.0.0.1", 0,    0,           "admin_listen",      "address the admin port listens on") \
     X(eviction,        STR,     0,   "eviction",            "auto",      0,    0,           "evictions_policy",  "eviction policies in order: auto, lru, random, lra, lrc, none") \

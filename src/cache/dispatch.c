@@ -737,9 +737,9 @@ do_refresh_certs(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 /*
- * "shutdown" or "shutdown graceful" (-A). memcached's graceful mode also
- * saves its memory to a restart file; slabcache keeps none, so both stop
- * the server the same way: connections closed, exit 0.
+ * "shutdown" or "shutdown graceful" (-A): connections closed, exit 0. The
+ * graceful mode, as memcached's, also saves the cache for the next start
+ * when there is a memory file (-e; restart.h).
  */
 static dispatch_result_t
 do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
@@ -748,11 +748,12 @@ do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
         dispatch_reply(d, PROTO_RSP_SHUTDOWN_DISABLED);
         return DISPATCH_DONE;
     }
-    if (req->nsub != 0 && !(req->nsub == 8 && memcmp(req->sub, "graceful", 8) == 0)) {
+    bool graceful = req->nsub == 8 && memcmp(req->sub, "graceful", 8) == 0;
+    if (req->nsub != 0 && !graceful) {
         dispatch_reply_line(d, "CLIENT_ERROR invalid shutdown mode");
         return DISPATCH_DONE;
     }
-    shutdown_hook();
+    shutdown_hook(graceful);
     d->close_reason = LOGGER_CLOSE_SHUTDOWN;
     return DISPATCH_CLOSE;
 }

@@ -326,15 +326,10 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "threads", (uint64_t)settings.threads);
     EMIT_THREAD(conn_yields)
 #undef EMIT_THREAD
-    uint64_t buckets = assoc_buckets();
-    unsigned power = 0;
-    while ((2ull << power) <= buckets) {
-        power++;
-    }
-    emit_u64(emit, ctx, "hash_power_level", power);
+    emit_u64(emit, ctx, "hash_power_level", assoc_power());
     /* handles, live and in arrays a doubling replaced (kept for prefetches) */
     emit_u64(emit, ctx, "hash_bytes",
-             (buckets + assoc_retired_buckets()) * sizeof(uint32_t));
+             (assoc_buckets() + assoc_retired_buckets()) * sizeof(uint32_t));
     emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "slab_reassign_rescues", is.slab_rescues);
     emit_zeros(emit, ctx, no_page_mover);
@@ -462,8 +457,10 @@ static const struct fixed_setting ext_compact_fixed[] = {
 static const struct fixed_setting automove_fixed[] = {
     { "slab_automove_freeratio", "0.010" }, { NULL, NULL },
 };
+static const struct fixed_setting napi_fixed[] = {
+    { "num_napi_ids", "(null)" }, { NULL, NULL },
+};
 static const struct fixed_setting tail_fixed[] = {
-    { "num_napi_ids", "(null)" }, { "memory_file", "(null)" },
     /* client flags are 32 bits (memcached 1.6.45's default build) */
     { "client_flags_size", "4" }, { NULL, NULL },
 };
@@ -573,6 +570,8 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "ext_drop_unread",
              __atomic_load_n(&settings.ext_drop_unread, __ATOMIC_RELAXED) ? "yes" : "no");
     emit_ssl_settings(emit, ctx);
+    emit_fixed(emit, ctx, napi_fixed);
+    emit_str(emit, ctx, "memory_file", settings.memory_file != NULL ? settings.memory_file : "(null)");
     emit_fixed(emit, ctx, tail_fixed);
     /* slabcache's own that are not rows of the option table as such. */
     emit_u64(emit, ctx, "slab_page_size", slab_size());

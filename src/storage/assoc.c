@@ -353,3 +353,16 @@ assoc_expansions(void)
 {
     return atomic_load(&expansions);
 }
+
+uint32_t
+assoc_power(void)
+{
+    uint64_t buckets = assoc_buckets();
+    uint32_t power = 0;
+
+    /* the first p with buckets < 2^(p + 1/2), squared to stay in integers */
+    while (power < 40 && (__uint128_t)buckets * buckets >= ((__uint128_t)1 << (2 * power + 1))) {
+        power++;
+    }
+    return power;
+}

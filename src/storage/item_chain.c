@@ -457,3 +457,41 @@ item_chain_lock_head(struct item *b, struct item **head, uint32_t *hv)
     *head = h;
     return true;
 }
+
+/* --- warm restart ------------------------------------------------------------- */
+
+bool
+item_chain_restore(struct item *head, void (*mark)(struct item *body))
+{
+    size_t nkey = item_nkey(head);
+    struct chain_plan p;
+
+    if (item_chain_cls == 0 || head->nbytes < 2 || nkey == 0) {
+        return false;
+    }
+    p = chain_plan(nkey, head->nbytes);
+    uint8_t hcls = slab_cls_of(head);
+    if (head_size(nkey, p.tail) > slab_class_chunk_size(hcls) ||
+        memcmp(head_tail(head) + p.tail - 2, "\r\n", 2) != 0) {
+        return false;
+    }
+    uint32_t self = slab_handle(head), h = head_first(head);
+    for (uint32_t k = 0; k < p.nbody; k++, h = slab_handle_item(h)->h_next) {
+        if (!slab_restore_handle(h)) {
+            return false;
+        }
+        struct item *b = slab_handle_item(h);
+        if (slab_cls_of(b) != item_chain_cls || !body_tagged(b) || b->flags != self ||
+            b->nbytes != (k + 1 == p.nbody ? p.last : chain_body)) {
+            return false;
+        }
+    }
+    if (h != SLAB_HANDLE_NONE) {
+        return false;
+    }
+    for (h = head_first(head); h != SLAB_HANDLE_NONE; h = slab_handle_item(h)->h_next) {
+        mark(slab_handle_item(h));
+    }
+    atomic_store_explicit(&head_class[hcls], true, memory_order_relaxed);
+    return true;
+}

@@ -92,6 +92,13 @@ uint32_t      item_chain_free_locked(uint8_t cls, struct item *it);
 /* Body class lock held: chunk b of that class is in use (a body whose
  * head is referenced or not linked, or a chunk being filled). */
 bool          item_chain_body_busy_locked(struct item *b);
+/*
+ * Warm restart: whether linked head's chain came back whole (each body a
+ * chunk of a restored body-class slab, tagged with head's handle, the
+ * lengths as the plan, the tail ending the value); then mark is called on
+ * each body. The head's class is fixed from here on, as a store makes it.
+ */
+bool          item_chain_restore(struct item *head, void (*mark)(struct item *body));
 void          item_value_copy(struct item *dst, uint32_t doff, struct item *src,
                               uint32_t soff, uint32_t n);
 

@@ -13,6 +13,7 @@
 #include "slab.h"
 
 #include <assert.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -74,6 +75,7 @@ static _Atomic int64_t   mem_booked;       /* slab_book() */
 static _Atomic size_t    mem_malloced;
 static uint32_t          pool_head;     /* released slabs (table lock), a stack */
 static _Atomic uint32_t  pool_count;
+static int               arena_fd = -1; /* slab_set_file(): the arena maps it */
 
 static inline struct slab *
 table_entry(uint32_t sid)
@@ -128,8 +130,32 @@ arena_map(size_t len)
     if (p + span > base + len) {
         munmap(base + len, (size_t)(p + span - (base + len)));
     }
+    /* -e: the same addresses, backed by the memory file (sparse: its
+     * pages exist as slabs are written). */
+    if (arena_fd >= 0 &&
+        (ftruncate(arena_fd, (off_t)len) != 0 ||
+         mmap(base, len, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, arena_fd, 0) ==
+             MAP_FAILED)) {
+        munmap(base, len);
+        return NULL;
+    }
     (void)madvise(base, len, MADV_HUGEPAGE);
     return base;
+}
+
+void
+slab_set_file(int fd)
+{
+    arena_fd = fd;
+}
+
+/* A slab's pages go back to the system: from the memory file too. */
+static void
+arena_discard(size_t off, size_t len)
+{
+    if (arena_fd < 0 || madvise(arena + off, len, MADV_REMOVE) != 0) {
+        (void)madvise(arena + off, len, MADV_DONTNEED);
+    }
 }
 
 /*
@@ -947,7 +973,7 @@ slab_release(uint32_t sid)
      * slab sharing its 2 MB page loses the huge page with it (the kernel
      * splits it) until this one is carved again within the limit. */
     arena_small_pages((size_t)sid * stride, stride);
-    (void)madvise(arena + (size_t)sid * stride, stride, MADV_DONTNEED);
+    arena_discard((size_t)sid * stride, stride);
     pthread_mutex_lock(&table_lock);
     s->pool_next = pool_head;
     pool_head = sid;
@@ -1147,4 +1173,107 @@ slab_class_stats(uint8_t cls, struct slab_class_stats *out)
     out->slabs_evicted = c->slabs_evicted;
     out->slabs_gained = c->slabs_gained;
     pthread_mutex_unlock(&c->lock);
+}
+
+/* --- warm restart ------------------------------------------------------------- */
+
+bool
+slab_restore_table(uint32_t n, const uint8_t *cls)
+{
+    uint64_t now = clock_now_ms();
+
+    pthread_mutex_lock(&table_lock);
+    if (n > slab_cap || atomic_load(&table_count) != 0 ||
+        !arena_make_writable((size_t)n * stride)) {
+        pthread_mutex_unlock(&table_lock);
+        return false;
+    }
+    atomic_store(&table_count, n);
+    for (uint32_t sid = n; sid-- > 0;) {
+        struct slab *s = table_entry(sid);
+        uint8_t c = cls[sid];
+        if (c == 0 || c > nclasses) {
+            arena_small_pages((size_t)sid * stride, stride);
+            arena_discard((size_t)sid * stride, stride);
+            s->pool_next = pool_head;
+            pool_head = sid;
+            atomic_fetch_add(&pool_count, 1);
+            continue;
+        }
+        struct slab_class *k = &classes[c];
+        uint32_t at = atomic_load_explicit(&k->nslabs, memory_order_relaxed);
+        atomic_store(&s->cls, c);
+        atomic_store(&s->used, 0);
+        atomic_store(&s->created_ms, now);
+        atomic_store(&s->accessed_ms, now);
+        k->sids[at] = sid;
+        atomic_store_explicit(&k->nslabs, at + 1, memory_order_relaxed);
+        atomic_fetch_add(&mem_malloced, stride);
+    }
+    pthread_mutex_unlock(&table_lock);
+    return true;
+}
+
+bool
+slab_restore_handle(uint32_t h)
+{
+    uintptr_t a = slab_arena.handle_base + ((uintptr_t)h << slab_arena.handle_shift);
+
+    if (h == SLAB_HANDLE_NONE || a < (uintptr_t)arena ||
+        a >= (uintptr_t)arena + (size_t)atomic_load(&table_count) * stride) {
+        return false;
+    }
+    uint32_t sid = slab_sid_of((void *)a);
+    uint8_t c = atomic_load(&table_entry(sid)->cls);
+    size_t off = a - (uintptr_t)slab_mem(sid);
+    return c != 0 && off % classes[c].size == 0 && off / classes[c].size < classes[c].perslab;
+}
+
+uint32_t
+slab_restore_chunks(uint32_t sid, slab_keep_fn keep, void *arg)
+{
+    struct slab *s = table_entry(sid);
+    uint8_t cls = atomic_load(&s->cls);
+    struct slab_class *c = &classes[cls];
+    uint32_t used = 0;
+
+    if (cls == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&c->lock);
+    /* Pushed in reverse, as a carve does, so chunks go out in address order. */
+    for (uint32_t i = c->perslab; i-- > 0;) {
+        struct item *it = chunk_at(c, sid, i);
+        if (keep(it, arg)) {
+            used++;
+        } else {
+            freelist_push(c, it);
+        }
+    }
+    atomic_store(&s->used, used);
+    if (used == 0) {
+        atomic_fetch_add_explicit(&nempty, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return used;
+}
+
+void
+slab_restore_visit(uint32_t sid, slab_keep_fn visit, void *arg)
+{
+    uint8_t cls = atomic_load(&table_entry(sid)->cls);
+    struct slab_class *c = &classes[cls];
+
+    for (uint32_t i = 0; cls != 0 && i < c->perslab; i++) {
+        (void)visit(chunk_at(c, sid, i), arg);
+    }
+}
+
+int
+slab_sync(void)
+{
+    if (arena_fd < 0 || arena_rw == 0) {
+        return 0;
+    }
+    return msync(arena, arena_rw, MS_SYNC);
 }

@@ -42,6 +42,13 @@ clock_started(void)
     return started;
 }
 
+void
+clock_restore(time_t then)
+{
+    started = then;
+    clock_tick();
+}
+
 time_t
 clock_unix(rel_time_t t)
 {

@@ -390,6 +390,19 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("slab_automove_freeratio", NO_MOVER),
 };
 
+/* -o memory_file=PATH, memcached's other spelling of -e PATH. */
+static int
+apply_memory_file(const char *value)
+{
+    char *copy = value != NULL && *value != '\0' ? strdup(value) : NULL;
+
+    if (copy == NULL || !xstr_own(&settings.memory_file, copy)) {
+        free(copy);
+        return usage_error("memory_file", value != NULL ? value : "", "needs a path");
+    }
+    return 0;
+}
+
 /* hash_algorithm takes a name, and only the one slabcache uses. */
 static int
 apply_hash_algorithm(const char *value)
@@ -502,6 +515,9 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
 
     if (strcmp(opt, "hash_algorithm") == 0) {
         return apply_hash_algorithm(value);
+    }
+    if (strcmp(opt, "memory_file") == 0) {
+        return apply_memory_file(value);
     }
     if (strncmp(opt, "proxy_", 6) == 0) {
         return usage_error("-o", opt, "the proxy is not supported");
@@ -735,6 +751,7 @@ settings_usage(void)
         }
     }
     printf("%-34s %s\n", "    -o hash_algorithm=murmur3", "memcached's; murmur3 is the only one");
+    printf("%-34s %s\n", "    -o memory_file=PATH", "memcached's spelling of -e PATH");
     printf("memcached's other -o names are no-ops here as in memcached, or refused with\n"
            "the reason (notes/compatibility.md).\n");
 }

@@ -116,8 +116,9 @@ watcher_connid.t
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
-# Not built yet:
-#   restart.t                -e restart file (warm restart)
+# memcached's temporary LRU (items whose TTL is under N are never evicted):
+#   restart.t                -o temporary_ttl=240; without it the file passes
+#                            (warm restart, -e: notes/restart.md)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t
 lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
@@ -171,7 +172,8 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #   issue_163.t, issue_22.t, issue_42.t, slabs_reassign.t
 #                            memcached's class ids, chunk sizes and page counts
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU
-#   restart.t                -e restart file (warm restart)
+#   restart.t                -o temporary_ttl (memcached's temporary LRU); the
+#                            rest of it passes (warm restart, -e)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t lru-maintainer.t
 lru.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
