@@ -380,6 +380,7 @@ storage_setup(void)
     }
     slab_set_first_past_limit(settings.first_slab);
     item_set_slab_rescue(settings.slab_rescue);
+    item_set_temporary_ttl(settings.temp_lru ? (uint32_t)settings.temporary_ttl : 0);
     for (uint8_t c = 1; log_enabled(LOG_LEVEL_DEBUG) && c <= slab_class_count(); c++) {
         log_debug("slab class %3u: chunk size %9u perslab %7u", (unsigned)c,
                   (unsigned)slab_class_chunk_size(c), (unsigned)slab_class_perslab(c));

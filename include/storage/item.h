@@ -565,6 +565,9 @@ struct item_restored {
 void          item_state_save(struct item_state *out);
 void          item_state_restore(const struct item_state *in);
 void          item_restore(uint32_t nslabs, struct item_restored *out);
+/* -o temporary_ttl: items stored with a TTL of at most seconds are not
+ * evicted, only expire (memcached's temporary LRU); 0: off. */
+void          item_set_temporary_ttl(uint32_t seconds);
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
 /*

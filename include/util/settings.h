@@ -118,6 +118,8 @@ struct settings {
     bool     binary_auto;       /* -B auto: a first byte 0x80 means binary */
     bool     binary_only;       /* -B binary */
     bool     protocol_given;    /* -B was given (memcached refuses -S -B auto) */
+    long     temporary_ttl;     /* -o temporary_ttl=N: memcached's temporary LRU */
+    bool     temp_lru;          /* ... given: items with a TTL up to N are not evicted */
     bool     no_lru_maintainer; /* -o no_lru_maintainer: `stats` leaves out the
                                  * fields of memcached's maintainer thread, as
                                  * memcached does (slabcache runs none) */

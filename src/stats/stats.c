@@ -438,8 +438,7 @@ struct fixed_setting {
 static const struct fixed_setting lru_fixed[] = {
     { "lru_maintainer_thread", "no" }, { "lru_segmented", "no" },
     { "hot_lru_pct", "20" }, { "warm_lru_pct", "40" },
-    { "hot_max_factor", "0.20" }, { "warm_max_factor", "2.00" },
-    { "temp_lru", "no" }, { "temporary_ttl", "61" }, { NULL, NULL },
+    { "hot_max_factor", "0.20" }, { "warm_max_factor", "2.00" }, { NULL, NULL },
 };
 static const struct fixed_setting ext_fixed[] = {
     { "worker_logbuf_size", "65536" },
@@ -548,6 +547,8 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "dump_enabled", settings.dump_disabled ? "no" : "yes");
     emit_str(emit, ctx, "hash_algorithm", "murmur3");
     emit_fixed(emit, ctx, lru_fixed);
+    emit_str(emit, ctx, "temp_lru", settings.temp_lru ? "yes" : "no");
+    emit_u64(emit, ctx, "temporary_ttl", (uint64_t)settings.temporary_ttl);
     emit_u64(emit, ctx, "idle_timeout", settings.idle_timeout);
     emit_u64(emit, ctx, "watcher_logbuf_size", (uint64_t)settings.watcher_logbuf_kb * 1024);
     emit_fixed(emit, ctx, ext_fixed);

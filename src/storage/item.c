@@ -36,6 +36,7 @@ bool                          item_cas_enabled;
 _Atomic uint64_t              item_cas_seq;
 _Atomic bool                  item_slab_rescue_on = true;
 _Atomic rel_time_t            item_oldest_live;
+_Atomic rel_time_t            item_temporary_ttl;
 _Atomic uint64_t              item_oldest_cas;
 
 static void item_unlink_others(struct item *it, uint32_t hv);

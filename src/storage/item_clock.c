@@ -124,7 +124,14 @@ clock_examine(struct item *it, rel_time_t now, uint32_t *hv)
         assoc_unlock(*hv);
         return CLOCK_BUSY;
     }
-    return item_is_dead(it, now) ? CLOCK_DEAD : CLOCK_LIVE;
+    if (item_is_dead(it, now)) {
+        return CLOCK_DEAD;
+    }
+    if (item_temporary(it)) {
+        assoc_unlock(*hv);
+        return CLOCK_HOLE;      /* not evicted: it goes when it expires */
+    }
+    return CLOCK_LIVE;
 }
 
 /* Both locks held: unlink, count, give the chunk back to the class. */
@@ -155,7 +162,7 @@ clock_body(struct item *b, rel_time_t now, int *rescues, bool dead_only)
     }
     uint8_t hcls = slab_cls_of(head);
     bool dead = item_is_dead(head, now);
-    if (dead_only && !dead) {
+    if ((dead_only || item_temporary(head)) && !dead) {
         assoc_unlock(hv);
     } else if (!dead && (item_iflags(head) & ITEM_ACTIVE) && *rescues > 0) {
         item_iflags_clear(head, ITEM_ACTIVE);
@@ -731,4 +738,10 @@ item_alloc_nowait(const char *key, size_t nkey, uint32_t flags,
     item_note_ttl(cls, exptime);
     item_init(it, key, nkey, flags, exptime, vlen);
     return it;
+}
+
+void
+item_set_temporary_ttl(uint32_t seconds)
+{
+    atomic_store(&item_temporary_ttl, seconds);
 }

@@ -50,7 +50,25 @@ extern bool                          item_cas_enabled;
 extern _Atomic uint64_t              item_cas_seq;
 extern _Atomic bool                  item_slab_rescue_on;
 extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
+extern _Atomic rel_time_t            item_temporary_ttl;    /* 0: off */
 extern _Atomic uint64_t              item_oldest_cas;
+
+/*
+ * -o temporary_ttl (memcached's temporary LRU): an item stored with a TTL
+ * of at most that many seconds is never evicted by the CLOCK or the
+ * probation FIFO; it goes when it expires. Judged from what the item
+ * holds (its exptime against its store time, which the CLOCK's second
+ * chance never rewrites for such an item), as memcached judges it once
+ * at store. A slab moved to another class still takes it.
+ */
+static inline bool
+item_temporary(struct item *it)
+{
+    rel_time_t ttl = atomic_load_explicit(&item_temporary_ttl, memory_order_relaxed);
+    rel_time_t exp = __atomic_load_n(&it->exptime, __ATOMIC_RELAXED);
+
+    return ttl != 0 && exp != 0 && exp - it->time <= ttl;
+}
 
 /* item_chain.c: chained items (see its header). */
 extern uint32_t item_chain_max;         /* items larger are chained */

@@ -109,6 +109,8 @@ settings_defaults(void)
     settings.binary_only = false;
     settings.protocol_given = false;
     settings.no_lru_maintainer = false;
+    settings.temporary_ttl = 61;    /* memcached's, shown while off */
+    settings.temp_lru = false;
 }
 
 bool
@@ -369,7 +371,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("warm_lru_pct", NO_SEGMENTS),
     REFUSED("hot_max_factor", NO_SEGMENTS),
     REFUSED("warm_max_factor", NO_SEGMENTS),
-    REFUSED("temporary_ttl", NO_SEGMENTS),
     REFUSED("tail_repair_time", "no tail repair: a referenced item is never reused"),
     REFUSED("slab_automove_ratio", NO_MOVER),
     REFUSED("slab_automove_window", NO_MOVER),
@@ -389,6 +390,25 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("ext_max_sleep", FLASH_FIFO),
     REFUSED("slab_automove_freeratio", NO_MOVER),
 };
+
+/* -o temporary_ttl=N: items stored with a TTL of at most N seconds are
+ * not evicted (memcached's temporary LRU); they go when they expire. */
+static int
+apply_temporary_ttl(const char *value)
+{
+    char *end;
+    errno = 0;
+    long v = value != NULL ? strtol(value, &end, 10) : -1;
+
+    if (value == NULL || errno != 0 || end == value || *end != '\0' || v < 0 ||
+        v > 2147483647L) {
+        return usage_error("temporary_ttl", value != NULL ? value : "",
+                           "seconds from 0 to 2147483647");
+    }
+    settings.temporary_ttl = v;
+    settings.temp_lru = true;
+    return 0;
+}
 
 /* -o memory_file=PATH, memcached's other spelling of -e PATH. */
 static int
@@ -518,6 +538,9 @@ apply_ext(const char *name, size_t nlen, bool has_value, const char *value)
     }
     if (strcmp(opt, "memory_file") == 0) {
         return apply_memory_file(value);
+    }
+    if (strcmp(opt, "temporary_ttl") == 0) {
+        return apply_temporary_ttl(has_value ? value : NULL);
     }
     if (strncmp(opt, "proxy_", 6) == 0) {
         return usage_error("-o", opt, "the proxy is not supported");
@@ -752,6 +775,9 @@ settings_usage(void)
     }
     printf("%-34s %s\n", "    -o hash_algorithm=murmur3", "memcached's; murmur3 is the only one");
     printf("%-34s %s\n", "    -o memory_file=PATH", "memcached's spelling of -e PATH");
+    printf("%-34s %s\n", "    -o temporary_ttl=N",
+           "items stored with a TTL of at most N seconds are not evicted, only expire "
+           "(memcached's temporary LRU; off unless given)");
     printf("memcached's other -o names are no-ops here as in memcached, or refused with\n"
            "the reason (notes/compatibility.md).\n");
 }

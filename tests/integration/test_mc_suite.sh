@@ -87,6 +87,7 @@ multiversioning.t
 noreply.t
 quit.t
 refhang.t
+restart.t
 slabhang.t
 stats-conns.t
 stats-detail.t
@@ -116,12 +117,9 @@ watcher_connid.t
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
-# memcached's temporary LRU (items whose TTL is under N are never evicted):
-#   restart.t                -o temporary_ttl=240; without it the file passes
-#                            (warm restart, -e: notes/restart.md)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t
-lru-maintainer.t lru.t restart.t slabs-reassign-chunked.t slabs-reassign2.t
+lru-maintainer.t lru.t slabs-reassign-chunked.t slabs-reassign2.t
 slabs_reassign.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
 # as 1.6.45 (its suite runs them, test_mc_suite_newest.sh):
@@ -159,7 +157,7 @@ evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192.t
 issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
-shutdown.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
+restart.t shutdown.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
 ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
@@ -172,11 +170,9 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #   issue_163.t, issue_22.t, issue_42.t, slabs_reassign.t
 #                            memcached's class ids, chunk sizes and page counts
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU
-#   restart.t                -o temporary_ttl (memcached's temporary LRU); the
-#                            rest of it passes (warm restart, -e)
 NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
 issue_163.t issue_22.t issue_42.t lru-maintainer.t
-lru.t restart.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
+lru.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
 slabs-reassign2.t slabs_reassign.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files

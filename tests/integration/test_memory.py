@@ -191,6 +191,41 @@ def incr_and_append_under_memory_pressure():
         check(s.alive())
 
 
+def temporaries_left(*extra):
+    """How many of 300 keys stored with a 60 s TTL are still there after
+    40 MB of keys without one, at -m 8."""
+    with Server("-m", "8", *extra) as s, s.client(timeout=10) as c:
+        v = value_for(0)
+        c.send(b"".join(b"set t%d 0 60 %d\r\n%s\r\n" % (i, len(v), v) for i in range(300)))
+        for i in range(300):
+            eq(c.read_line(), b"STORED", "set t%d" % i)
+        n = TOTAL // VALUE_SIZE
+        for start in range(0, n, BATCH):
+            for j, r in enumerate(set_batch(c, start, BATCH)):
+                eq(r, b"STORED", "set k%d" % (start + j))
+        check(int(c.stats()["evictions"]) > 0, "no eviction")
+        got = c.get_multi(["t%d" % i for i in range(300)])
+        for k, (val, _f, _c) in got.items():
+            eq(val, v, "value of " + k)
+        return len(got), c.stats("settings")
+
+
+@test
+def temporary_ttl_items_are_not_evicted():
+    """-o temporary_ttl=N (memcached's temporary LRU): items stored with a
+    TTL of at most N seconds are not evicted, only expire. Without it the
+    same load evicts them."""
+    slabcache_only()
+    kept, st = temporaries_left("-o", "temporary_ttl=100")
+    eq(kept, 300, "temporary items left")
+    eq((st["temp_lru"], st["temporary_ttl"]), ("yes", "100"), "stats settings")
+    kept, st = temporaries_left("-o", "temporary_ttl=30")
+    check(kept < 300, "a 60 s TTL is over temporary_ttl=30: evicted as any item")
+    kept, st = temporaries_left()
+    check(kept < 300, "without temporary_ttl they are evicted")
+    eq((st["temp_lru"], st["temporary_ttl"]), ("no", "61"), "stats settings, off")
+
+
 if __name__ == "__main__":
     require_binary()
     run_all()
