@@ -247,7 +247,8 @@ write_pidfile(void)
     fclose(f);
 }
 
-static int flash_start(void);
+static int flash_start(bool keep);
+static int flash_age_start(void);
 
 /* -e: the memory file, and what a graceful stop saved beside it. */
 static int                 memory_fd = -1;
@@ -277,8 +278,8 @@ slabs_setup(void)
 
 /*
  * -e PATH: read what the last graceful stop saved (restart.h): *warm if
- * saved holds it. 0, or an exit code. memcached 1.6.45 refuses a memory
- * file with extstore; so does slabcache with its flash tier, for now.
+ * saved holds it. 0, or an exit code. (memcached 1.6.45 refuses a memory
+ * file with extstore; slabcache keeps its flash tier too.)
  */
 static int
 memory_file_open(bool *warm)
@@ -288,11 +289,6 @@ memory_file_open(bool *warm)
     *warm = false;
     if (settings.memory_file == NULL) {
         return 0;
-    }
-    if (settings.ext_path != NULL) {
-        fprintf(stderr, "slabcache: -e (memory_file) with the flash tier (ext_path) "
-                "is not supported yet\n");
-        return EX_USAGE;
     }
     restart_status_t st = restart_read(settings.memory_file, &saved, err, sizeof(err));
     if (st == RESTART_BAD) {
@@ -320,26 +316,34 @@ memory_file_open(bool *warm)
     return 0;
 }
 
-/* Warm: relink what the file holds, or start cold if the geometry moved. */
+/* The geometry moved since the stop: start cold, the memory file emptied. */
+static int
+memory_file_cold(const char *why)
+{
+    log_warn("memory file %s: %s, starting cold", settings.memory_file, why);
+    restart_meta_free(&saved);
+    item_teardown();
+    slab_teardown();
+    if (restart_empty_file(memory_fd) != 0) {
+        return EX_OSERR;
+    }
+    return slabs_setup() == 0 ? 0 : EXIT_FAILURE;
+}
+
+/* Warm: the flash tier's slots, then every item the file holds. */
 static int
 memory_file_restore(void)
 {
-    char why[256] = "";
     struct item_restored r;
+    const char *flash = "";
 
-    if (!restart_compatible(&saved, settings.maxbytes, why, sizeof(why))) {
-        log_warn("memory file %s: %s, starting cold", settings.memory_file, why);
-        restart_meta_free(&saved);
-        item_teardown();
-        slab_teardown();
-        if (restart_empty_file(memory_fd) != 0) {
-            return EX_OSERR;
-        }
-        return slabs_setup() == 0 && assoc_setup(settings.hashpower) == 0 ? 0 : EXIT_FAILURE;
-    }
     uint64_t t0 = clock_mono_ns();
     clock_restore((time_t)saved.started);
     item_state_restore(&saved.items);
+    if (flash_enabled()) {
+        flash = saved.has_flash && flash_state_restore(&saved.flash) ? "" :
+                "; the flash file did not match what was saved: it starts empty";
+    }
     if (assoc_setup(saved.hashpower) != 0 || !slab_restore_table(saved.nslabs, saved.cls)) {
         fprintf(stderr, "slabcache: cannot restore %u slabs from %s\n", saved.nslabs,
                 settings.memory_file);
@@ -347,12 +351,12 @@ memory_file_restore(void)
         return EXIT_FAILURE;
     }
     item_restore(saved.nslabs, &r);
-    log_warn("memory file %s: restored %llu items (%llu bytes) in %u slabs in %.1f ms, "
-             "stopped %llds ago; %llu expired, %llu not whole (dropped)",
-             settings.memory_file, (unsigned long long)r.items, (unsigned long long)r.bytes,
-             saved.nslabs, (double)(clock_mono_ns() - t0) / 1e6,
+    log_warn("memory file %s: restored %llu items (%llu on flash, %llu bytes) in %u slabs "
+             "in %.1f ms, stopped %llds ago; %llu expired, %llu not whole (dropped)%s",
+             settings.memory_file, (unsigned long long)r.items, (unsigned long long)r.stubs,
+             (unsigned long long)r.bytes, saved.nslabs, (double)(clock_mono_ns() - t0) / 1e6,
              (long long)(time(NULL) - saved.stopped), (unsigned long long)r.expired,
-             (unsigned long long)r.broken);
+             (unsigned long long)r.broken, flash);
     restart_meta_free(&saved);
     return 0;
 }
@@ -360,6 +364,7 @@ memory_file_restore(void)
 static int
 storage_setup(void)
 {
+    char why[256] = "";
     bool warm;
     int rc = memory_file_open(&warm);
 
@@ -369,12 +374,14 @@ storage_setup(void)
     if (slabs_setup() != 0) {
         return -1;
     }
-    if (warm) {
-        rc = memory_file_restore();
+    if (warm && !restart_compatible(&saved, settings.maxbytes, why, sizeof(why))) {
+        rc = memory_file_cold(why);
         if (rc != 0) {
             return rc;
         }
-    } else if (assoc_setup(settings.hashpower) != 0) {
+        warm = false;
+    }
+    if (!warm && assoc_setup(settings.hashpower) != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return -1;
     }
@@ -385,13 +392,19 @@ storage_setup(void)
         log_debug("slab class %3u: chunk size %9u perslab %7u", (unsigned)c,
                   (unsigned)slab_class_chunk_size(c), (unsigned)slab_class_perslab(c));
     }
-    return flash_start();
+    /* The flash tier before the items: their stubs point into it. */
+    rc = flash_start(warm && saved.has_flash);
+    if (rc == 0 && warm) {
+        rc = memory_file_restore();
+    }
+    return rc != 0 ? rc : flash_age_start();
 }
 
 /* -o ext_path: the flash tier. One line and an exit status on any error:
- * it never starts half-working. */
+ * it never starts half-working. keep: a warm restart's, whose stubs point
+ * into the file. */
 static int
-flash_start(void)
+flash_start(bool keep)
 {
     char path[4096], err[512];
     struct flash_options o = {
@@ -405,6 +418,7 @@ flash_start(void)
         .io_depth = settings.ext_io_uring ? 1 : (uint32_t)settings.ext_io_depth,
         .min_value = (uint32_t)settings.ext_item_size,
         .drop_unread = settings.ext_drop_unread,
+        .keep = keep,
         .path = path,
     };
 
@@ -422,7 +436,14 @@ flash_start(void)
         return st == FLASH_EINVAL ? EX_USAGE : EX_OSERR;
     }
     item_flash_attach();
-    if (settings.ext_item_age < UINT32_MAX &&
+    return 0;
+}
+
+/* ext_item_age: once the items are in place. */
+static int
+flash_age_start(void)
+{
+    if (settings.ext_path != NULL && settings.ext_item_age < UINT32_MAX &&
         item_flash_age_start((uint32_t)settings.ext_item_age) != 0) {
         fprintf(stderr, "slabcache: cannot start the ext_item_age thread\n");
         return EX_OSERR;
@@ -455,6 +476,10 @@ memory_file_save(void)
         return 0;
     }
     uint64_t t0 = clock_mono_ns();
+    /* The flash tier's last buffer written, its writer and ager stopped:
+     * nothing changes the stubs or the slots from here. */
+    item_flash_age_stop();
+    flash_quiesce();
     if (restart_save(settings.memory_file, settings.maxbytes) != 0) {
         log_error("memory file %s: cannot save its metadata: %s; the next start is cold",
                   settings.memory_file, strerror(errno));

@@ -32,7 +32,10 @@
  * 13, notes/flash.md); with the ring the worker submits and reaps itself.
  *
  * The file is a cache: it is truncated to its size at start, and nothing
- * in it is read back after a restart.
+ * in it is read back after a restart -- unless the start is a warm restart
+ * (restart.h) that kept the RAM stubs pointing into it: the slot table
+ * saved by the graceful stop then comes back (flash_state_restore), and
+ * the file is kept as it is.
  */
 #ifndef SC_FLASH_H
 #define SC_FLASH_H
@@ -71,6 +74,8 @@ struct flash_options {
     uint32_t    io_depth;       /* ext_io_depth: blocking readers per I/O thread */
     uint32_t    min_value;      /* ext_item_size: smaller values are not kept */
     bool        drop_unread;    /* ext_drop_unread: items never read are not kept */
+    bool        keep;           /* a warm restart: keep the file's contents if its
+                                   size is unchanged (flash_state_restore) */
 };
 
 /* "FILE:SIZE" (k/m/g/t suffixes) as memcached's ext_path takes it. */
@@ -235,6 +240,35 @@ flash_read_status_t flash_read_sync(struct flash_read *r);
 /* Seal the write buffer being filled and wait until everything queued is
  * written (tests; shutdown). */
 void            flash_sync(void);
+
+/*
+ * Warm restart (restart.h). flash_quiesce(): seal and write what is
+ * buffered, then stop the writer, so the file and the slot table hold
+ * every record and nothing changes them (a graceful stop, once nothing
+ * appends). flash_state_save(): the slot table and the writer's place, as
+ * they stand (slots malloc'd: free them). flash_state_restore(): after
+ * flash_setup() with keep, give them back; false, with the tier emptied,
+ * when the file was not kept or its geometry differs.
+ */
+struct flash_slot_state {
+    uint32_t seq;
+    uint32_t state;             /* 0 empty, 1 written, 2 failed */
+    uint32_t nobj;
+    uint32_t offered;
+    uint64_t bytes;
+};
+struct flash_state {
+    uint64_t size;
+    uint32_t slab_size;
+    uint32_t nslabs;
+    uint32_t page_slabs;
+    uint32_t next_seq;
+    uint64_t records_live;
+    struct flash_slot_state *slots;     /* nslabs */
+};
+void            flash_quiesce(void);
+bool            flash_state_save(struct flash_state *out);
+bool            flash_state_restore(const struct flash_state *in);
 
 /*
  * Counters, memcached's extstore names where they mean the same

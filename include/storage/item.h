@@ -557,6 +557,7 @@ struct item_state {
 };
 struct item_restored {
     uint64_t items;     /* relinked */
+    uint64_t stubs;     /* of them, flash stubs */
     uint64_t bytes;
     uint64_t expired;   /* expired or flushed while stopped or before */
     uint64_t broken;    /* not whole: dropped */

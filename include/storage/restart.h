@@ -7,7 +7,9 @@
  * does not: a graceful stop (SIGUSR1, or `shutdown graceful` with -A)
  * writes PATH.meta -- the slab table (each slab's class), the geometry
  * that gave the slabs their layout, the clock, the CAS counter and the
- * flush_all point, the hash table's size -- under a checksum, to a
+ * flush_all point, the hash table's size, and with the flash tier its
+ * slot table and the writer's place (the stubs in RAM point into the
+ * flash file, which is then kept) -- under a checksum, to a
  * temporary file renamed into place last: the rename is the marker that
  * the stop finished. The next start reads it and deletes it before
  * serving, so a crash, a SIGKILL or a power cut afterwards leaves no
@@ -27,9 +29,10 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "flash.h"
 #include "item.h"
 
-#define RESTART_FORMAT 1    /* bumped by any change to what is saved or to the item layout */
+#define RESTART_FORMAT 2    /* bumped by any change to what is saved or to the item layout */
 
 /* What lays the slabs out: equal, or the file's contents mean nothing. */
 struct restart_geometry {
@@ -50,6 +53,8 @@ struct restart_meta {
     uint32_t          hashpower;
     uint32_t          nslabs;
     uint8_t          *cls;          /* nslabs entries; owned: restart_meta_free */
+    bool              has_flash;    /* the flash tier's slot table follows */
+    struct flash_state flash;       /* slots owned: restart_meta_free */
 };
 
 typedef enum restart_status {
@@ -69,8 +74,8 @@ void             restart_geometry(size_t maxbytes, struct restart_geometry *g);
 /* Whether m's geometry is this one's; why gets the first difference. */
 bool             restart_compatible(const struct restart_meta *m, size_t maxbytes,
                                     char *why, size_t n);
-/* Write PATH.meta for the cache as it stands (nothing else running);
- * 0, or -1 with errno. */
+/* Write PATH.meta for the cache as it stands (nothing else running, the
+ * flash tier quiesced); 0, or -1 with errno. */
 int              restart_save(const char *path, size_t maxbytes);
 void             restart_meta_free(struct restart_meta *m);
 

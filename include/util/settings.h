@@ -95,7 +95,7 @@
     X(ssl_min_version, XNUM,    0,   "ssl_min_version",     2,           0,    3,           "ssl_min_version",   "TLS: lowest version, 0 1.0, 1 1.1, 2 1.2, 3 1.3") \
     X(ssl_wbuf_size,   XNUM,    0,   "ssl_wbuf_size",       16,          1,    1024,        "ssl_wbuf_size",     "TLS: per-connection write buffer, KB (one record per fill)") \
     X(ssl_session_cache, XSWITCH, 0, "ssl_session_cache",   false,       0,    1,           "ssl_session_cache", "TLS: server-side session cache, for resumption") \
-    X(ext_path,        XSTR,    0,   "ext_path",            NULL,        0,    0,           "ext_path",          "flash tier: FILE:SIZE (k/m/g/t suffix), a file or device that keeps items evicted from RAM; emptied at start") \
+    X(ext_path,        XSTR,    0,   "ext_path",            NULL,        0,    0,           "ext_path",          "flash tier: FILE:SIZE (k/m/g/t suffix), a file or device that keeps items evicted from RAM; emptied at start, kept by a warm restart (-e)") \
     X(ext_item_size,   XNUM,    0,   "ext_item_size",       512,         0,    1073741824,  "ext_item_size",     "flash tier: smallest value, in bytes, kept on flash when evicted") \
     X(ext_threads,     XNUM,    0,   "ext_threads",         1,           1,    64,          "ext_threads",       "flash tier: I/O threads reading flash where a worker has no io_uring (ext_io_uring=0, or none in the kernel)") \
     X(ext_io_depth,    XNUM,    0,   "ext_io_depth",        0,           0,    4096,        "ext_io_depth",      "flash tier: reads in flight per worker's io_uring (0: 64); with ext_io_uring=0, blocking readers per I/O thread (0: 1; ext_threads x ext_io_depth, at most 64)") \

@@ -138,6 +138,7 @@ static struct {
     bool               stop;
     pthread_t          writer;
     bool               writer_started;
+    bool               kept;        /* flash_setup kept the file's contents */
 
     pthread_mutex_t    io_lock;
     pthread_cond_t     io_cond;
@@ -206,7 +207,7 @@ static void *flash_io_main(void *arg);
 /* Open and size the file: a regular file is emptied, then sized (the file
  * is a cache: nothing in it survives a restart); a device is used as is. */
 static flash_rstatus_t
-flash_open(const char *path, uint64_t size, char *err, size_t cap)
+flash_open(const char *path, uint64_t size, bool keep, char *err, size_t cap)
 {
     struct stat sb;
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -220,7 +221,8 @@ flash_open(const char *path, uint64_t size, char *err, size_t cap)
         close(fd);
         return FLASH_EIO;
     }
-    if (S_ISREG(sb.st_mode) &&
+    fl.kept = keep && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size == size;
+    if (S_ISREG(sb.st_mode) && !fl.kept &&
         (ftruncate(fd, 0) != 0 || ftruncate(fd, (off_t)size) != 0)) {
         snprintf(err, cap, "ext_path: cannot size %s to %" PRIu64 " bytes: %s", path, size,
                  strerror(errno));
@@ -330,7 +332,7 @@ flash_setup(const struct flash_options *o, char *err, size_t cap)
     pthread_mutex_init(&fl.io_lock, NULL);
     pthread_cond_init(&fl.io_cond, NULL);
     fl.on = true;               /* from here on, teardown undoes it */
-    if ((st = flash_open(o->path, o->size, err, cap)) != FLASH_OK) {
+    if ((st = flash_open(o->path, o->size, o->keep, err, cap)) != FLASH_OK) {
         flash_teardown();
         return st;
     }
@@ -1663,4 +1665,90 @@ flash_get_stats(struct flash_stats *out)
     int64_t ou = atomic_load(&fl.objects_used), bu = atomic_load(&fl.bytes_used);
     out->extstore_objects_used = ou > 0 ? (uint64_t)ou : 0;
     out->extstore_bytes_used = bu > 0 ? (uint64_t)bu : 0;
+}
+
+/* --- warm restart ---------------------------------------------------------------- */
+
+void
+flash_quiesce(void)
+{
+    if (!fl.on) {
+        return;
+    }
+    pthread_mutex_lock(&fl.lock);
+    wbuf_seal();
+    fl.stop = true;             /* the writer writes what is queued, then ends */
+    pthread_cond_broadcast(&fl.wcond);
+    pthread_mutex_unlock(&fl.lock);
+    if (fl.writer_started) {
+        pthread_join(fl.writer, NULL);
+        fl.writer_started = false;
+    }
+}
+
+bool
+flash_state_save(struct flash_state *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!fl.on) {
+        return false;
+    }
+    out->slots = calloc(fl.nslabs, sizeof(*out->slots));
+    if (out->slots == NULL) {
+        return false;
+    }
+    pthread_mutex_lock(&fl.lock);
+    out->size = fl.size;
+    out->slab_size = fl.slab_size;
+    out->nslabs = fl.nslabs;
+    out->page_slabs = fl.page_slabs;
+    out->next_seq = fl.next_seq;
+    out->records_live = fl.records_live;
+    for (uint32_t i = 0; i < fl.nslabs; i++) {
+        const struct flash_slot *s = &fl.slots[i];
+        uint32_t st = atomic_load(&s->state);
+        struct flash_slot_state *o = &out->slots[i];
+        /* Quiesced: nothing is buffered or being written. */
+        o->state = st == SLOT_WRITTEN ? 1 : st == SLOT_FAILED ? 2 : 0;
+        o->seq = o->state != 0 ? atomic_load(&s->seq) : 0;
+        o->nobj = s->nobj;
+        o->bytes = s->bytes;
+        o->offered = s->offered;
+    }
+    pthread_mutex_unlock(&fl.lock);
+    return true;
+}
+
+bool
+flash_state_restore(const struct flash_state *in)
+{
+    uint64_t live = 0;
+
+    if (!fl.on || !fl.kept || in->slots == NULL || in->size != fl.size ||
+        in->slab_size != fl.slab_size || in->nslabs != fl.nslabs ||
+        in->page_slabs != fl.page_slabs || in->next_seq == 0) {
+        if (fl.on && fl.kept) {
+            /* a file of the right size, another layout: nothing in it is ours */
+            (void)(ftruncate(fl.fd, 0) == 0 && ftruncate(fl.fd, (off_t)fl.size) == 0);
+        }
+        return false;
+    }
+    pthread_mutex_lock(&fl.lock);
+    for (uint32_t i = 0; i < fl.nslabs; i++) {
+        const struct flash_slot_state *o = &in->slots[i];
+        struct flash_slot *s = &fl.slots[i];
+        bool used = o->state != 0 && o->seq != 0 && o->seq % fl.nslabs == i;
+        atomic_store(&s->seq, used ? o->seq : 0);
+        atomic_store(&s->state, !used ? SLOT_EMPTY : o->state == 1 ? SLOT_WRITTEN : SLOT_FAILED);
+        s->nobj = used ? o->nobj : 0;
+        s->bytes = used ? o->bytes : 0;
+        s->offered = used && o->offered;
+        if (used && o->state == 1) {
+            live += s->nobj;
+        }
+    }
+    fl.next_seq = in->next_seq;
+    fl.records_live = live;
+    pthread_mutex_unlock(&fl.lock);
+    return true;
 }

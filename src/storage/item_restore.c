@@ -12,9 +12,10 @@
  *      or stored before a flush_all); the others get the table's one
  *      reference and go into the hash table, their chained bodies marked;
  *   3. each slab's free list is built from the rest.
- * A flash stub is dropped: the flash tier does not restart yet.
- * Nothing here runs while anything else touches the cache: before the
- * workers start.
+ * A flash stub is kept when the record it points at is in a flash slab
+ * the flash tier got back (flash_state_restore): a read then checks the
+ * record's key and checksum as any other does. Nothing here runs while
+ * anything else touches the cache: before the workers start.
  */
 #include "item.h"
 
@@ -27,7 +28,8 @@
 
 #define KEY_MAX       250
 #define BODY_MARK     UINT32_MAX    /* refs of a body whose head came back (walk 2 to 3) */
-#define FLAGS_KEPT    (ITEM_FETCHED | ITEM_ACTIVE | ITEM_STALE | ITEM_TOKEN_SENT | ITEM_KEY_BINARY)
+#define FLAGS_KEPT    (ITEM_FETCHED | ITEM_ACTIVE | ITEM_STALE | ITEM_TOKEN_SENT | \
+                       ITEM_KEY_BINARY | ITEM_FLASH)
 
 struct restore_walk {
     rel_time_t            now;
@@ -58,13 +60,20 @@ mark_body(struct item *b)
     atomic_store_explicit(&b->refs, BODY_MARK, memory_order_relaxed);
 }
 
-/* Whether linked item it is whole: its chunk holds it, its value ends. */
+/* Whether linked item it is whole: its chunk holds it, its value ends;
+ * a stub's record is in a flash slab still there. */
 static bool
 whole(struct item *it)
 {
     size_t nkey = item_nkey(it);
 
-    if (nkey == 0 || nkey > KEY_MAX || it->nbytes < 2 || (item_iflags(it) & ITEM_FLASH)) {
+    if (item_iflags(it) & ITEM_FLASH) {
+        struct item_stub st = item_stub_of(it);
+        return nkey == 0 && it->nbytes >= 2 && (st.fp >> 24) != 0 &&
+               ITEM_STUB_SIZE <= slab_class_chunk_size(slab_cls_of(it)) &&
+               flash_loc_valid(&st.loc);
+    }
+    if (nkey == 0 || nkey > KEY_MAX || it->nbytes < 2) {
         return false;
     }
     if (item_chained(it)) {
@@ -105,6 +114,10 @@ relink(struct item *it, void *arg)
     atomic_fetch_add_explicit(&l->number, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&l->bytes, item_ntotal(it), memory_order_relaxed);
     item_note_ttl(cls, it->exptime);
+    if (f & ITEM_FLASH) {
+        flash_note_used(1, flash_rec_len((uint8_t)(item_stub_of(it).fp >> 24), it->nbytes));
+        w->out->stubs++;
+    }
     if (item_cas(it) > w->out->max_cas) {
         w->out->max_cas = item_cas(it);
     }

@@ -42,7 +42,17 @@ struct meta_body {
     uint32_t oldest_live;
     uint32_t hashpower;
     uint32_t nslabs;
-    uint32_t pad;
+    uint32_t has_flash;
+};
+
+/* With has_flash, after the slab table; then flash_nslabs slot states. */
+struct meta_flash {
+    uint64_t size;
+    uint64_t records_live;
+    uint32_t slab_size;
+    uint32_t nslabs;
+    uint32_t page_slabs;
+    uint32_t next_seq;
 };
 
 static uint64_t
@@ -161,12 +171,36 @@ meta_parse(int fd, struct restart_meta *m, char *err, size_t n)
         return RESTART_BAD;
     }
     m->cls = malloc(b.nslabs > 0 ? b.nslabs : 1);
-    if (m->cls == NULL || read_all(fd, m->cls, b.nslabs) != 0 ||
-        read_all(fd, &have, sizeof(have)) != 0) {
+    if (m->cls == NULL || read_all(fd, m->cls, b.nslabs) != 0) {
         snprintf(err, n, m->cls == NULL ? "out of memory" : "truncated");
         return RESTART_BAD;
     }
     sum = fnv1a(fnv1a(fnv1a(FNV_INIT, &h, sizeof(h)), &b, sizeof(b)), m->cls, b.nslabs);
+    if (b.has_flash) {
+        struct meta_flash f;
+        if (read_all(fd, &f, sizeof(f)) != 0 || f.nslabs == 0 || f.nslabs > (1u << 26)) {
+            snprintf(err, n, "truncated");
+            return RESTART_BAD;
+        }
+        size_t len = (size_t)f.nslabs * sizeof(*m->flash.slots);
+        m->flash.slots = malloc(len);
+        if (m->flash.slots == NULL || read_all(fd, m->flash.slots, len) != 0) {
+            snprintf(err, n, m->flash.slots == NULL ? "out of memory" : "truncated");
+            return RESTART_BAD;
+        }
+        sum = fnv1a(fnv1a(sum, &f, sizeof(f)), m->flash.slots, len);
+        m->has_flash = true;
+        m->flash.size = f.size;
+        m->flash.records_live = f.records_live;
+        m->flash.slab_size = f.slab_size;
+        m->flash.nslabs = f.nslabs;
+        m->flash.page_slabs = f.page_slabs;
+        m->flash.next_seq = f.next_seq;
+    }
+    if (read_all(fd, &have, sizeof(have)) != 0) {
+        snprintf(err, n, "truncated");
+        return RESTART_BAD;
+    }
     if (sum != have) {
         snprintf(err, n, "checksum mismatch");
         return RESTART_BAD;
@@ -276,9 +310,28 @@ meta_write(int fd, size_t maxbytes)
     b.oldest_live = is.oldest_live;
     b.hashpower = assoc_power();
     b.nslabs = nslabs;
+    struct flash_state fs;
+    struct meta_flash f;
+    b.has_flash = flash_state_save(&fs);
     uint64_t sum = fnv1a(fnv1a(fnv1a(FNV_INIT, &h, sizeof(h)), &b, sizeof(b)), cls, nslabs);
     int rc = write_all(fd, &h, sizeof(h)) == 0 && write_all(fd, &b, sizeof(b)) == 0 &&
-             write_all(fd, cls, nslabs) == 0 && write_all(fd, &sum, sizeof(sum)) == 0 ? 0 : -1;
+             write_all(fd, cls, nslabs) == 0 ? 0 : -1;
+    if (rc == 0 && b.has_flash) {
+        size_t len = (size_t)fs.nslabs * sizeof(*fs.slots);
+        memset(&f, 0, sizeof(f));
+        f.size = fs.size;
+        f.records_live = fs.records_live;
+        f.slab_size = fs.slab_size;
+        f.nslabs = fs.nslabs;
+        f.page_slabs = fs.page_slabs;
+        f.next_seq = fs.next_seq;
+        sum = fnv1a(fnv1a(sum, &f, sizeof(f)), fs.slots, len);
+        rc = write_all(fd, &f, sizeof(f)) == 0 && write_all(fd, fs.slots, len) == 0 ? 0 : -1;
+    }
+    if (rc == 0) {
+        rc = write_all(fd, &sum, sizeof(sum));
+    }
+    free(fs.slots);
     free(cls);
     return rc;
 }
@@ -320,4 +373,7 @@ restart_meta_free(struct restart_meta *m)
 {
     free(m->cls);
     m->cls = NULL;
+    free(m->flash.slots);
+    m->flash.slots = NULL;
+    m->has_flash = false;
 }
