@@ -35,6 +35,7 @@
 #include "flash.h"
 #include "item.h"
 #include "listener.h"
+#include "history.h"
 #include "log.h"
 #include "logger.h"
 #include "restart.h"
@@ -129,6 +130,7 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     (void)arg;
     clock_tick();
     evict_give_back();
+    history_sample();
 }
 
 /*
@@ -490,6 +492,52 @@ memory_file_save(void)
     return 0;
 }
 
+/*
+ * --admin-token FILE: the token, one line (trailing whitespace dropped),
+ * read before privileges are dropped. A non-loopback --admin-listen needs
+ * it, or --admin-insecure. 0, or an exit code.
+ */
+#define ADMIN_TOKEN_MAX 1024
+
+static int
+admin_token_read(char *out, size_t cap)
+{
+    out[0] = '\0';
+    if (settings.admin_port == 0) {
+        return 0;
+    }
+    if (settings.admin_token == NULL) {
+        if (!settings.admin_insecure && !admin_http_loopback(settings.admin_listen)) {
+            fprintf(stderr, "slabcache: --admin-listen %s is not a loopback address: give "
+                    "--admin-token FILE (or --admin-insecure)\n", settings.admin_listen);
+            return EX_USAGE;
+        }
+        return 0;
+    }
+    FILE *f = fopen(settings.admin_token, "r");
+    size_t n = f != NULL ? fread(out, 1, cap - 1, f) : 0;
+    bool whole = f != NULL && feof(f);
+    if (f != NULL) {
+        fclose(f);
+    }
+    out[n] = '\0';
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' ' ||
+                     out[n - 1] == '\t')) {
+        out[--n] = '\0';
+    }
+    bool printable = n > 0 && whole;
+    for (size_t i = 0; i < n; i++) {
+        printable &= out[i] > ' ' && out[i] < 0x7f;
+    }
+    if (!printable) {
+        fprintf(stderr, "slabcache: --admin-token %s: %s\n", settings.admin_token,
+                f == NULL ? strerror(errno) :
+                !whole ? "longer than 1024 bytes" : "not one line of printable characters");
+        return EX_USAGE;
+    }
+    return 0;
+}
+
 static int
 run(void)
 {
@@ -502,8 +550,17 @@ run(void)
         return EXIT_FAILURE;
     }
     /* Bound before privileges are dropped, as the client port is. */
+    char token[ADMIN_TOKEN_MAX + 1];
+    int trc = admin_token_read(token, sizeof(token));
+    if (trc != 0) {
+        listener_teardown();
+        listener_udp_close();
+        event_base_free(main_base);
+        return trc;
+    }
     if (settings.admin_port != 0 &&
-        admin_http_setup(settings.admin_listen, (int)settings.admin_port) != 0) {
+        admin_http_setup(settings.admin_listen, (int)settings.admin_port,
+                         settings.admin_token != NULL ? token : NULL) != 0) {
         fprintf(stderr, "slabcache: failed to listen on the admin port %ld\n",
                 settings.admin_port);
         listener_teardown();
@@ -641,6 +698,10 @@ main(int argc, char **argv)
     slab_set_reserve(sz.budget);
     item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
+    if (history_setup() != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
+        return EXIT_FAILURE;
+    }
     stats_set_conn_figures(CONN_RBUF_SIZE, reserved_fds());
     logger_setup((uint32_t)settings.watcher_logbuf_kb * 1024);
     item_set_evict_hook(admin_evict_hook);
@@ -666,6 +727,7 @@ main(int argc, char **argv)
     item_set_ref_hook(NULL);
     sizing_teardown();
     logger_teardown();
+    history_teardown();
     stats_teardown();
     evict_teardown();
     storage_teardown();

@@ -3,8 +3,9 @@
  * parse and compose, pure (no I/O), as the memcached protocols are.
  *
  * Only what a read-only admin port needs: the request line (method,
- * target, version) and the headers that frame a request on a connection
- * (Content-Length, Transfer-Encoding, Connection). The rules are RFC
+ * target, version), the headers that frame a request on a connection
+ * (Content-Length, Transfer-Encoding, Connection), and a bearer token
+ * (Authorization: Bearer, RFC 6750). The rules are RFC
  * 9112's: a version other than HTTP/1.0 or 1.1 is answered 505, a head
  * longer than HTTP_HEAD_MAX 431 (414 when the request line alone is),
  * anything malformed 400.
@@ -43,6 +44,8 @@ struct http_req {
     bool          chunked;      /* Transfer-Encoding present: the body's end is
                                    not known without decoding it */
     uint64_t      content_length;
+    const char   *bearer;       /* Authorization: Bearer's token, in the buffer, */
+    size_t        nbearer;      /* or NULL (none, or another scheme) */
 };
 
 /*

@@ -3,10 +3,11 @@
  *
  * A small HTTP/1.1 server on libevent bufferevents, on an event base and
  * thread of its own, so the request path never waits for it. Request
- * heads are parsed by protocol/http.c; this file routes three GET paths
- * (404 for any other path, 405 for any other method) and answers with
- * what the stats layer renders (stats_render_json,
- * stats_render_prometheus) from the figures `stats` prints.
+ * heads are parsed by protocol/http.c; this file routes four GET paths
+ * (404 for any other path, 405 for any other method, 401 without the
+ * token when one is set) and answers with what the stats layer renders
+ * (stats_render_json, history_render_json, stats_render_prometheus) from
+ * the figures `stats` prints.
  *
  * A connection reads heads and answers them in order (pipelining), each
  * body (a Content-Length of at most ADMIN_BODY_MAX) read and dropped.
@@ -29,7 +30,9 @@
  */
 #include "admin_http.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -45,6 +48,7 @@
 #include <event2/listener.h>
 
 #include "clock.h"
+#include "history.h"
 #include "http.h"
 #include "log.h"
 #include "stats.h"
@@ -77,6 +81,7 @@ static struct event          *admin_stop_ev;
 static int                    admin_stop_pipe[2] = { -1, -1 };
 static struct admin_conn     *admin_conns;
 static unsigned               admin_nconns;
+static char                  *admin_token;   /* NULL: none asked */
 
 static void conn_read(struct bufferevent *bev, void *arg);
 
@@ -193,6 +198,25 @@ path_is(const struct http_req *r, const char *p)
     return r->npath == strlen(p) && memcmp(r->path, p, r->npath) == 0;
 }
 
+/* The request carries the token, or none is asked; compared in time that
+ * does not depend on where they differ. */
+static bool
+token_ok(const struct http_req *r)
+{
+    if (admin_token == NULL) {
+        return true;
+    }
+    size_t n = strlen(admin_token);
+    if (r->bearer == NULL || r->nbearer != n) {
+        return false;
+    }
+    unsigned char diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        diff |= (unsigned char)(r->bearer[i] ^ admin_token[i]);
+    }
+    return diff == 0;
+}
+
 /* Answer one parsed request. */
 static void
 conn_serve(struct admin_conn *c, const struct http_req *r)
@@ -207,13 +231,20 @@ conn_serve(struct admin_conn *c, const struct http_req *r)
     }
     c->body_left = r->chunked ? 0 : r->content_length;
     bool stats = path_is(r, "/stats"), metrics = path_is(r, "/metrics");
-    if (!stats && !metrics && !path_is(r, "/health")) {
-        conn_answer_text(c, 404, "not found: /stats, /metrics, /health", NULL, head_only, close);
+    bool history = path_is(r, "/stats/history");
+    if (!token_ok(r)) {
+        conn_answer_text(c, 401, "a bearer token is required (--admin-token)",
+                         "WWW-Authenticate: Bearer realm=\"slabcache\"\r\n", head_only, close);
+    } else if (!stats && !metrics && !history && !path_is(r, "/health")) {
+        conn_answer_text(c, 404, "not found: /stats, /stats/history, /metrics, /health", NULL,
+                         head_only, close);
     } else if (r->method == HTTP_OTHER) {
         conn_answer_text(c, 405, "method not allowed: GET only", "Allow: GET, HEAD\r\n",
                          false, close);
     } else if (stats) {
         conn_rendered(c, "application/json", stats_render_json, head_only, close);
+    } else if (history) {
+        conn_rendered(c, "application/json", history_render_json, head_only, close);
     } else if (metrics) {
         conn_rendered(c, "text/plain; version=0.0.4; charset=utf-8", stats_render_prometheus,
                       head_only, close);
@@ -389,11 +420,38 @@ admin_listen(const char *addr, int port)
     return l;
 }
 
+bool
+admin_http_loopback(const char *addr)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res, *ai;
+    bool loopback = true;
+
+    if (getaddrinfo(addr, NULL, &hints, &res) != 0) {
+        return false;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        if (ai->ai_family == AF_INET) {
+            const struct sockaddr_in *a = (const struct sockaddr_in *)ai->ai_addr;
+            loopback &= (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+        } else if (ai->ai_family == AF_INET6) {
+            const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ai->ai_addr;
+            loopback &= IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+        } else {
+            loopback = false;
+        }
+    }
+    freeaddrinfo(res);
+    return loopback;
+}
+
 int
-admin_http_setup(const char *addr, int port)
+admin_http_setup(const char *addr, int port, const char *token)
 {
     if (admin_base != NULL) {
         return -1;              /* set up twice */
+    }
+    if (token != NULL && (admin_token = strdup(token)) == NULL) {
+        return -1;
     }
     admin_base = event_base_new();
     if (admin_base == NULL) {
@@ -450,4 +508,6 @@ admin_http_teardown(void)
         event_base_free(admin_base);
         admin_base = NULL;
     }
+    free(admin_token);
+    admin_token = NULL;
 }

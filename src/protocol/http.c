@@ -198,6 +198,14 @@ parse_header(const char *p, const char *end, struct http_req *req, struct head_s
     } else if (nn == 10 && strncasecmp(p, "connection", nn) == 0) {
         seen->close |= list_has(v, ve, "close");
         seen->keep |= list_has(v, ve, "keep-alive");
+    } else if (nn == 13 && strncasecmp(p, "authorization", nn) == 0 && ve - v > 7 &&
+               strncasecmp(v, "bearer ", 7) == 0) {
+        const char *t = v + 7;
+        while (t < ve && *t == ' ') {
+            t++;
+        }
+        req->bearer = t;
+        req->nbearer = (size_t)(ve - t);
     }
     return HTTP_PARSE_OK;
 }

@@ -9,10 +9,12 @@ move with traffic; the client port never waits for the admin port."""
 
 import http.client
 import json
+import os
 import resource
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 from sclib import (HOST, Server, check, eq, exporter_path, free_port, run_all,
@@ -370,6 +372,105 @@ def admin_port_off_by_default_and_in_stats_settings():
         st = c.stats("settings")
     eq(st.get("admin_port"), "0", "off by default")
     eq(st.get("admin_listen"), "127.0.0.1", "loopback by default")
+
+
+PATHS = ("/stats", "/stats/history", "/metrics", "/health", "/nope")
+
+
+@test
+def a_token_is_required_on_every_endpoint():
+    """--admin-token FILE: every path, known or not, answers 401 (with
+    WWW-Authenticate: Bearer) without the token or with another one, and
+    as usual with it. The token file's trailing newline is not the
+    token's."""
+    slabcache_only()
+    with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+        f.write("t0ken-for-tests\n")
+        f.flush()
+        s, port = admin_server("--admin-token", f.name)
+        with s:
+            wait_until(lambda: _answers(port))
+            for path in PATHS:
+                c = http.client.HTTPConnection(HOST, port, timeout=10)
+                c.request("GET", path)
+                r = c.getresponse()
+                r.read()
+                eq(r.status, 401, "%s without the token" % path)
+                check("Bearer" in (r.getheader("WWW-Authenticate") or ""), "WWW-Authenticate")
+                c.close()
+                eq(get(port, path, headers={"Authorization": "Bearer t0ken-for-test"})[0], 401,
+                   "%s with another token" % path)
+                eq(get(port, path, headers={"Authorization": "Basic t0ken-for-tests"})[0], 401,
+                   "%s with another scheme" % path)
+                eq(get(port, path, headers={"Authorization": "Bearer t0ken-for-tests"})[0],
+                   404 if path == "/nope" else 200, "%s with the token" % path)
+
+
+def _answers(port):
+    try:
+        get(port, "/health")
+        return True
+    except OSError:
+        return False
+
+
+@test
+def a_non_loopback_admin_listen_needs_a_token():
+    """An --admin-listen that is not loopback is refused (exit 64, with
+    the reason) unless --admin-token or --admin-insecure is given; an
+    unreadable or empty token file is refused too. (Nothing here listens
+    anywhere but 127.0.0.1: the refusal comes before the admin port binds.)"""
+    slabcache_only()
+    binary = Server().binary
+    root = ["-u", "root"] if os.geteuid() == 0 else []
+    r = subprocess.run([binary, "-l", HOST, "-p", str(free_port()), "-U", "0",
+                        "--admin-port", str(free_port()), "--admin-listen", "0.0.0.0"] + root,
+                       capture_output=True, text=True, timeout=10)
+    eq(r.returncode, 64, "exit status: %s" % r.stderr)
+    check("--admin-token" in r.stderr, r.stderr)
+    with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+        for content in ("", "two words\n"):
+            f.seek(0)
+            f.truncate()
+            f.write(content)
+            f.flush()
+            r = subprocess.run([binary, "-l", HOST, "-p", str(free_port()), "-U", "0",
+                                "--admin-port", str(free_port()), "--admin-token", f.name] + root,
+                               capture_output=True, text=True, timeout=10)
+            eq(r.returncode, 64, "token file %r: %s" % (content, r.stderr))
+
+
+@test
+def history_keeps_one_sample_a_second():
+    """GET /stats/history: the fields named, one sample a second (times
+    increasing by one or two), cumulative figures that follow the traffic,
+    at most 600 samples."""
+    slabcache_only()
+    s, port = admin_server()
+    with s, s.client() as c:
+        wait_until(lambda: len(history(port)["samples"]) >= 2, timeout=10)
+        traffic(c, 50)
+        first = history(port)["samples"][-1][0]
+        wait_until(lambda: history(port)["samples"][-1][0] > first, timeout=10)
+        h = history(port)
+        fields = h["fields"]
+        eq(fields[:3], ["time", "cmd_get", "get_hits"], "fields")
+        check("rss_bytes" in fields and "evictions" in fields, "fields %r" % fields)
+        samples = h["samples"]
+        check(2 <= len(samples) <= 600, "%d samples" % len(samples))
+        times = [x[0] for x in samples]
+        check(all(1 <= b - a <= 2 for a, b in zip(times, times[1:])), "times %r" % times)
+        last = dict(zip(fields, samples[-1]))
+        check(last["cmd_get"] >= 51 and last["cmd_set"] >= 50, "last sample %r" % last)
+        check(last["rss_bytes"] > 1 << 20, "rss %d" % last["rss_bytes"])
+        check(samples[0][fields.index("cmd_get")] <= last["cmd_get"], "cumulative")
+
+
+def history(port):
+    status, ctype, data = get(port, "/stats/history")
+    eq(status, 200, "/stats/history")
+    check(ctype.startswith("application/json"), ctype)
+    return json.loads(data)
 
 
 if __name__ == "__main__":

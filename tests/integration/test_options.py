@@ -146,7 +146,7 @@ def start_args(opts):
             ext.append("no_" + o["name"] if o["default"] == "on" else o["name"])
             want[o["stat"]] = "no" if o["default"] == "on" else "yes"
         elif o["arg"] is None and o["short"] not in ("v",):
-            args.append("-" + o["short"])
+            args.append("-" + o["short"] if o["short"] else "--" + o["name"])
             want[o["stat"]] = None      # flipped: compared with the default run
     args += ["-o", ",".join(ext)]
     return args, want
