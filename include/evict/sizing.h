@@ -70,6 +70,8 @@ void     sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind);
 struct sizing_edge {
     double last, last_var;
     double next, next_var;
+    double reach;               /* slabs' worth of the class's keys the sample
+                                   holds: how deep its stack is known */
 };
 /* For classes 1..ncls at slabs[c] slabs each, under one lock. */
 void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls);

@@ -3,11 +3,12 @@
  *
  * A small HTTP/1.1 server on libevent bufferevents, on an event base and
  * thread of its own, so the request path never waits for it. Request
- * heads are parsed by protocol/http.c; this file routes four GET paths
+ * heads are parsed by protocol/http.c; this file routes five GET paths
  * (404 for any other path, 405 for any other method, 401 without the
- * token when one is set) and answers with what the stats layer renders
- * (stats_render_json, history_render_json, stats_render_prometheus) from
- * the figures `stats` prints.
+ * token when one is set, except for the page, which holds no figures)
+ * and answers with the page (admin_page.h) or what the stats layer
+ * renders (stats_render_json, history_render_json,
+ * stats_render_prometheus) from the figures `stats` prints.
  *
  * A connection reads heads and answers them in order (pipelining), each
  * body (a Content-Length of at most ADMIN_BODY_MAX) read and dropped.
@@ -47,6 +48,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "admin_page.h"
 #include "clock.h"
 #include "history.h"
 #include "http.h"
@@ -217,6 +219,25 @@ token_ok(const struct http_req *r)
     return diff == 0;
 }
 
+/* The page: everything it uses is in it, and the browser is told to load
+ * nothing from elsewhere. */
+static void
+conn_page(struct admin_conn *c, bool head_only, bool close)
+{
+    struct evbuffer *b = evbuffer_new();
+
+    if (b == NULL) {
+        conn_answer_text(c, 500, "out of memory", NULL, head_only, true);
+        return;
+    }
+    evbuffer_add_reference(b, admin_page_html, admin_page_len, NULL, NULL);
+    conn_answer(c, 200, "text/html; charset=utf-8", b,
+                "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'\r\n",
+                head_only, close);
+    evbuffer_free(b);
+}
+
 /* Answer one parsed request. */
 static void
 conn_serve(struct admin_conn *c, const struct http_req *r)
@@ -232,10 +253,14 @@ conn_serve(struct admin_conn *c, const struct http_req *r)
     c->body_left = r->chunked ? 0 : r->content_length;
     bool stats = path_is(r, "/stats"), metrics = path_is(r, "/metrics");
     bool history = path_is(r, "/stats/history");
-    if (!token_ok(r)) {
+    if (path_is(r, "/") && r->method != HTTP_OTHER) {
+        /* The page holds no figures (its script asks for them, with the
+         * token), so a browser can load it without one. */
+        conn_page(c, head_only, close);
+    } else if (!token_ok(r)) {
         conn_answer_text(c, 401, "a bearer token is required (--admin-token)",
                          "WWW-Authenticate: Bearer realm=\"slabcache\"\r\n", head_only, close);
-    } else if (!stats && !metrics && !history && !path_is(r, "/health")) {
+    } else if (!stats && !metrics && !history && !path_is(r, "/health") && !path_is(r, "/")) {
         conn_answer_text(c, 404, "not found: /stats, /stats/history, /metrics, /health", NULL,
                          head_only, close);
     } else if (r->method == HTTP_OTHER) {

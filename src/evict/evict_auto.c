@@ -122,14 +122,24 @@ view_take(void)
     }
 }
 
-/* Whether cls's next slab earns more than donor's last, beyond the noise. */
+/*
+ * Whether cls's next slab earns more than donor's last, beyond the noise.
+ * A donor whose last slab shows no sampled get earns nothing when the
+ * sample knows the donor's keys that deep (they were stored or read since
+ * it began): no get behind them is then evidence. A stack known only a few
+ * slabs deep says nothing of the slabs past it: after a warm restart every
+ * class is full and its keys are not in the sample yet, and taking their
+ * slabs would drop what the restart kept.
+ */
 static bool
 move_pays(uint8_t cls, uint8_t donor)
 {
     const struct sizing_edge *to = &view.edge[cls], *from = &view.edge[donor];
 
     if (edge_unmeasured(from)) {
-        return true;
+        uint32_t s = view.slabs[donor];
+        uint32_t known = s < sizing_depth() ? s : sizing_depth();
+        return from->reach + 1.0 >= (double)known;
     }
     double d = to->next - from->last;
     return d > 0 && d * d > AUTO_Z * AUTO_Z * (to->next_var + from->last_var);

@@ -552,7 +552,9 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
         const struct sz_class *c = &classes[i];
         double w = weight((uint8_t)i);
         uint32_t s = slabs[i];
+        double ps = per_slab((uint8_t)i);
         out[i].last = out[i].last_var = 0.0;
+        out[i].reach = ps > 0 ? (double)c->n / ps : 0.0;
         /* A class past the depth followed (small slabs, -I) is valued
          * by its deepest measured slabs: more than its last earns (the
          * curve is concave), so it keeps its memory rather than give it

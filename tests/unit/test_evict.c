@@ -668,6 +668,7 @@ START_TEST(test_gate_moves_unread_slabs_to_the_class)
     char key[32];
 
     ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
+    item_set_ref_hook(sizing_ref);      /* as the server: A's keys are sampled as stored */
     fill_small("a");
     ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
     /* Nobody reads A: its slabs earn no measured hit. */
@@ -1172,6 +1173,7 @@ START_TEST(test_auto_first_slab_and_unread_memory)
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
 
     ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
+    item_set_ref_hook(sizing_ref);      /* as the server: A's keys are sampled as stored */
     ck_assert_uint_gt(fill_small("a"), 0);  /* policy none: until refused */
     ck_assert_uint_eq(slabs_of(a), NSLABS);
     ck_assert_int_eq(evict_configure("auto", 4), 0);
@@ -1184,6 +1186,30 @@ START_TEST(test_auto_first_slab_and_unread_memory)
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
     }
     ck_assert_uint_ge(slabs_of(b), 3);
+}
+END_TEST
+
+/*
+ * Memory the sample knows nothing of is not "nobody reads it": after a
+ * warm restart every class is full of items whose keys the sample has not
+ * seen. A (filled with no sampling, as restored) keeps its slabs: B gets
+ * its first slab and evicts its own items, until the sample knows A.
+ */
+START_TEST(test_auto_keeps_memory_the_sample_has_not_seen)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    char key[32];
+
+    ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
+    ck_assert_uint_gt(fill_small("a"), 0);  /* no ref hook: A's keys unsampled */
+    item_set_ref_hook(sizing_ref);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (uint32_t i = 0; i < 3 * slab_class_perslab(b) + 1; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
 }
 END_TEST
 
@@ -1426,6 +1452,7 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_gives_back_slabs_past_the_limit);
     tcase_add_test(tc, test_auto_equal_classes_do_not_trade);
     tcase_add_test(tc, test_auto_asks_a_dearer_donor_measured_finely);
+    tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);
