@@ -329,8 +329,9 @@ conn_read(struct bufferevent *bev, void *arg)
                              NULL, false, true);
             break;
         }
-        evbuffer_drain(in, used);
+        /* req points into the head: answered before it is drained */
         conn_serve(c, &req);
+        evbuffer_drain(in, used);
     }
     if (c->closing) {
         conn_drop_input(c);     /* the rest of a refused request */

@@ -122,6 +122,7 @@ class Bars(html.parser.HTMLParser):
         self.points = {}
         self.loaded = False
         self.svg = None
+        self.flash_shown = None
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -129,6 +130,8 @@ class Bars(html.parser.HTMLParser):
             self.loaded = True
         if tag == "svg":
             self.svg = a.get("id")
+        if tag == "div" and a.get("id") == "flashcard":
+            self.flash_shown = "hidden" not in a
         if tag == "rect" and a.get("class") == "bar":
             self.bars[int(a["data-class"])] = int(a["data-slabs"])
         if tag == "polyline" and a.get("class") == "series":
@@ -143,7 +146,9 @@ def a_browser_draws_the_slab_table_and_history():
     if browser is None:
         raise SkipCheck("no chromium here (scripts/setup.sh installs it)")
     port = free_port()
-    with Server("--admin-port", str(port), "-m", "16") as s, s.client() as c:
+    flash = tempfile.mkdtemp(prefix="sc-page.")
+    with Server("--admin-port", str(port), "-m", "16",
+                "-o", "ext_path=%s:64m" % os.path.join(flash, "flash")) as s, s.client() as c:
         # a small load over a few value sizes, spread over four seconds so
         # the history holds rates
         for second in range(4):
@@ -165,12 +170,14 @@ def a_browser_draws_the_slab_table_and_history():
         eq(dom.bars, want, "bars (class: slabs) against stats slabs")
         check(dom.points.get("hits", 0) >= 2, "hit-ratio points: %r" % dom.points)
         check(dom.points.get("rates", 0) >= 8, "rate points: %r" % dom.points)
+        check(dom.flash_shown, "the flash tier's card")
         shot = os.path.join(os.environ.get("SC_ARTIFACTS", tempfile.gettempdir()),
                             "admin-page.png")
         r = browse(browser, url, "--screenshot=" + shot)
         check(os.path.exists(shot) and os.path.getsize(shot) > 10000,
               "screenshot %s: %s" % (shot, r.stderr[-300:]))
         print("  screenshot: %s" % shot)
+    shutil.rmtree(flash, ignore_errors=True)
 
 
 if __name__ == "__main__":

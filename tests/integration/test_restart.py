@@ -11,6 +11,7 @@ Run: SLABCACHE=path/to/binary python3 tests/integration/test_restart.py
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import struct
@@ -42,8 +43,9 @@ def memory_file():
 
 def value_for(i):
     """Mixed sizes, self-checking: every 1,000th 20-60 KB (chained at
-    slab_chunk_max=16), the rest 10-400 bytes."""
-    n = 20000 + (i * 7919) % 40000 if i % 1000 == 0 else 10 + (i * 31) % 391
+    slab_chunk_max=16), the rest 10-1,200 bytes (those of 512 and more go
+    to the flash tier when idle, with ext_item_age)."""
+    n = 20000 + (i * 7919) % 40000 if i % 1000 == 0 else 10 + (i * 31) % 1191
     head = b"%d:" % i
     return (head * (n // len(head) + 1))[:n]
 
@@ -108,25 +110,34 @@ def args(path, memory=64):
 
 @test
 def graceful_stop_keeps_every_item():
-    """100,000 keys of 10 B to 60 KB (some chained), stopped with SIGUSR1:
-    the next start has every one whose TTL did not pass, same value, flags
-    and CAS; a TTL keeps counting through the downtime; the short ones are
-    gone; the metadata is used once."""
+    """100,000 keys of 10 B to 60 KB (some chained, some on the flash tier:
+    idle for a second, ext_item_age=1), stopped with SIGUSR1: the next
+    start has every one whose TTL did not pass, same value, flags and CAS;
+    a TTL keeps counting through the downtime; the short ones are gone;
+    the metadata is used once."""
     slabcache_only()
     with memory_file() as (d, path):
-        s = Server(*args(path)).start()
+        extra = ("-o", "ext_path=%s:256m,ext_item_age=1" % os.path.join(d, "flash"))
+        s = Server(*args(path, memory=128) + extra).start()
         with Client(s.port) as c:
             store_all(c)
             sample = list(range(0, KEYS, 50))
             cas_before = cas_of(c, sample)
+            check(wait_until(lambda: int(c.stats()["extstore_objects_used"]) > 5000, timeout=20),
+                  "few keys went to flash: %s" % c.stats()["extstore_objects_used"])
+            on_flash = int(c.stats()["extstore_objects_used"])
         graceful_stop(s)
         check(os.path.exists(path + ".meta"), "no metadata after a graceful stop")
         time.sleep(SHORT_TTL + 1.2)
-        s = Server(*args(path)).start()
+        s = Server(*args(path, memory=128) + extra).start()
         try:
             check(not os.path.exists(path + ".meta"), "metadata left for a second start")
-            check("restored %d items" % (KEYS - len(range(0, KEYS, 97))) in s.output(),
+            check("restored %d items" % (KEYS - len(range(0, KEYS, 97))) in s.output() or
+                  "restored %d items" % KEYS in s.output(),
                   "restore line: %s" % s.output()[-400:])
+            m = re.search(r"\((\d+) on flash", s.output())
+            check(m is not None and int(m.group(1)) >= on_flash * 0.9,
+                  "%d on flash at the stop; restore line: %s" % (on_flash, s.output()[-400:]))
             with Client(s.port) as c:
                 found = read_all(c)
                 for i in range(KEYS):
