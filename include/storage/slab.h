@@ -168,6 +168,7 @@ struct item *slab_clock_peek(uint8_t cls, uint32_t k);
 
 /* Slab table (append-only; a released slab keeps its id). */
 uint32_t slab_table_count(void);
+uint32_t slab_table_capacity(void);      /* slabs the reserved arena holds */
 bool     slab_table_info(uint32_t sid, struct slab_info *out);
 void     slab_touch(uint32_t sid);           /* move accessed (coarse ms) */
 

@@ -275,8 +275,8 @@ restart_compatible(const struct restart_meta *m, size_t maxbytes, char *why, siz
         snprintf(why, n, "-C changed");
     } else if (memcmp(&m->geo, &g, sizeof(g)) != 0) {
         snprintf(why, n, "the slab classes changed (-f, -n, slab_chunk_max)");
-    } else if ((uint64_t)m->nslabs * g.slab_size > (uint64_t)32 << 40) {
-        snprintf(why, n, "a slab table of %u slabs", m->nslabs);
+    } else if (m->nslabs > slab_table_capacity()) {
+        snprintf(why, n, "%u slabs saved, room for %u now", m->nslabs, slab_table_capacity());
     } else {
         return true;
     }

@@ -1082,6 +1082,12 @@ slab_table_count(void)
     return atomic_load_explicit(&table_count, memory_order_acquire);
 }
 
+uint32_t
+slab_table_capacity(void)
+{
+    return slab_cap;
+}
+
 bool
 slab_table_info(uint32_t sid, struct slab_info *out)
 {
