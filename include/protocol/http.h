@@ -4,8 +4,9 @@
  *
  * Only what a read-only admin port needs: the request line (method,
  * target, version), the headers that frame a request on a connection
- * (Content-Length, Transfer-Encoding, Connection), and a bearer token
- * (Authorization: Bearer, RFC 6750). The rules are RFC
+ * (Content-Length, Transfer-Encoding, Connection), and a token from
+ * Authorization: Bearer (RFC 6750, as scrapers send one) or the password
+ * of Basic (RFC 7617, as a browser sends what its prompt was given). The rules are RFC
  * 9112's: a version other than HTTP/1.0 or 1.1 is answered 505, a head
  * longer than HTTP_HEAD_MAX 431 (414 when the request line alone is),
  * anything malformed 400.
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #define HTTP_HEAD_MAX 8192      /* request line and headers, bytes */
+#define HTTP_TOKEN_MAX 1024     /* longest token taken from Authorization */
 
 typedef enum http_method {
     HTTP_GET,
@@ -44,8 +46,9 @@ struct http_req {
     bool          chunked;      /* Transfer-Encoding present: the body's end is
                                    not known without decoding it */
     uint64_t      content_length;
-    const char   *bearer;       /* Authorization: Bearer's token, in the buffer, */
-    size_t        nbearer;      /* or NULL (none, or another scheme) */
+    bool          has_token;    /* Authorization gave one: */
+    char          token[HTTP_TOKEN_MAX];    /* Bearer's token, or Basic's password */
+    size_t        ntoken;
 };
 
 /*

@@ -71,7 +71,7 @@
     X(memory_file,     STR,     'e', "memory-file",         NULL,        0,    0,           "memory_file",       "warm restart: slabs live in this file (on tmpfs), saved by a graceful stop (SIGUSR1, shutdown graceful) and found again by the next start with the same options; also -o memory_file=PATH") \
     X(admin_port,      INT,     0,   "admin-port",          0,           0,    65535,       "admin_port",        "admin HTTP port: GET /stats (JSON), /metrics (Prometheus), /health; 0 = off") \
     X(admin_listen,    STR,     0,   "admin-listen",        "127.0.0.1", 0,    0,           "admin_listen",      "address the admin port listens on (not loopback: --admin-token or --admin-insecure required)") \
-    X(admin_token,     STR,     0,   "admin-token",         NULL,        0,    0,           "admin_token",       "a file holding the bearer token every admin endpoint then requires (Authorization: Bearer)") \
+    X(admin_token,     STR,     0,   "admin-token",         NULL,        0,    0,           "admin_token",       "a file holding the token every admin endpoint then requires (Authorization: Bearer, or as a Basic password)") \
     X(admin_insecure,  FLAG,    0,   "admin-insecure",      false,       0,    0,           "admin_insecure",    "let the admin port listen on a non-loopback address without a token") \
     X(eviction,        STR,     0,   "eviction",            "auto",      0,    0,           "evictions_policy",  "eviction policies in order: auto, lru, random, lra, lrc, none") \
     X(hashpower,       XNUM,    0,   "hashpower",           16,          12,   32,          "hashpower_init",    "initial hash table size: 2^N buckets") \

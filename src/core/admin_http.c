@@ -209,12 +209,12 @@ token_ok(const struct http_req *r)
         return true;
     }
     size_t n = strlen(admin_token);
-    if (r->bearer == NULL || r->nbearer != n) {
+    if (!r->has_token || r->ntoken != n) {
         return false;
     }
     unsigned char diff = 0;
     for (size_t i = 0; i < n; i++) {
-        diff |= (unsigned char)(r->bearer[i] ^ admin_token[i]);
+        diff |= (unsigned char)(r->token[i] ^ admin_token[i]);
     }
     return diff == 0;
 }
@@ -253,13 +253,14 @@ conn_serve(struct admin_conn *c, const struct http_req *r)
     c->body_left = r->chunked ? 0 : r->content_length;
     bool stats = path_is(r, "/stats"), metrics = path_is(r, "/metrics");
     bool history = path_is(r, "/stats/history");
-    if (path_is(r, "/") && r->method != HTTP_OTHER) {
-        /* The page holds no figures (its script asks for them, with the
-         * token), so a browser can load it without one. */
-        conn_page(c, head_only, close);
-    } else if (!token_ok(r)) {
-        conn_answer_text(c, 401, "a bearer token is required (--admin-token)",
+    if (!token_ok(r)) {
+        /* Basic first: a browser prompts for it, then sends what it was
+         * given (the token as the password) with the page's requests too. */
+        conn_answer_text(c, 401, "the admin token is required (--admin-token)",
+                         "WWW-Authenticate: Basic realm=\"slabcache\", charset=\"UTF-8\"\r\n"
                          "WWW-Authenticate: Bearer realm=\"slabcache\"\r\n", head_only, close);
+    } else if (path_is(r, "/") && r->method != HTTP_OTHER) {
+        conn_page(c, head_only, close);
     } else if (!stats && !metrics && !history && !path_is(r, "/health") && !path_is(r, "/")) {
         conn_answer_text(c, 404, "not found: /stats, /stats/history, /metrics, /health", NULL,
                          head_only, close);

@@ -10,6 +10,8 @@
  */
 #include "http.h"
 
+#include "base64.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -164,6 +166,48 @@ parse_length(const char *v, const char *end, struct http_req *req, struct head_s
     return HTTP_PARSE_OK;
 }
 
+/* Authorization: "Bearer TOKEN", or "Basic base64(user:password)" whose
+ * password is the token. Another scheme, or one that does not decode,
+ * gives none (the request then has no token). */
+static void
+parse_authorization(const char *v, const char *ve, struct http_req *req)
+{
+    const char *t = v;
+    bool bearer = ve - v > 7 && strncasecmp(v, "bearer ", 7) == 0;
+    bool basic = ve - v > 6 && strncasecmp(v, "basic ", 6) == 0;
+
+    if (!bearer && !basic) {
+        return;
+    }
+    t += bearer ? 7 : 6;
+    while (t < ve && *t == ' ') {
+        t++;
+    }
+    size_t n = (size_t)(ve - t);
+    if (bearer) {
+        if (n == 0 || n > sizeof(req->token)) {
+            return;
+        }
+        memcpy(req->token, t, n);
+        req->ntoken = n;
+        req->has_token = true;
+        return;
+    }
+    unsigned char pair[HTTP_TOKEN_MAX * 2];
+    size_t m = n <= base64_encoded_len(sizeof(pair)) ? base64_decode(t, n, pair, sizeof(pair)) : 0;
+    const unsigned char *colon = m > 0 ? memchr(pair, ':', m) : NULL;
+    if (colon == NULL) {
+        return;
+    }
+    size_t np = m - (size_t)(colon + 1 - pair);
+    if (np == 0 || np > sizeof(req->token)) {
+        return;
+    }
+    memcpy(req->token, colon + 1, np);
+    req->ntoken = np;
+    req->has_token = true;
+}
+
 /* One header line [p, end), its CR already trimmed. */
 static http_parse_t
 parse_header(const char *p, const char *end, struct http_req *req, struct head_seen *seen)
@@ -198,14 +242,8 @@ parse_header(const char *p, const char *end, struct http_req *req, struct head_s
     } else if (nn == 10 && strncasecmp(p, "connection", nn) == 0) {
         seen->close |= list_has(v, ve, "close");
         seen->keep |= list_has(v, ve, "keep-alive");
-    } else if (nn == 13 && strncasecmp(p, "authorization", nn) == 0 && ve - v > 7 &&
-               strncasecmp(v, "bearer ", 7) == 0) {
-        const char *t = v + 7;
-        while (t < ve && *t == ' ') {
-            t++;
-        }
-        req->bearer = t;
-        req->nbearer = (size_t)(ve - t);
+    } else if (nn == 13 && strncasecmp(p, "authorization", nn) == 0) {
+        parse_authorization(v, ve, req);
     }
     return HTTP_PARSE_OK;
 }

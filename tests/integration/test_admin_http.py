@@ -374,7 +374,7 @@ def admin_port_off_by_default_and_in_stats_settings():
     eq(st.get("admin_listen"), "127.0.0.1", "loopback by default")
 
 
-PATHS = ("/stats", "/stats/history", "/metrics", "/health", "/nope")
+PATHS = ("/", "/stats", "/stats/history", "/metrics", "/health", "/nope")
 
 
 @test

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The admin port's page (GET /): self-contained (nothing referenced
 outside the server, and the browser told so by its Content-Security-
-Policy), loadable without the token that the figures need, and, in a real
+Policy), behind the token as every endpoint (a browser gives it as a
+Basic password), and, in a real
 browser (Debian's chromium, headless), drawn from the server's figures:
 each class holding slabs has its bar with the slab count `stats slabs`
 gives, the history charts have points. Saves a screenshot next to the
@@ -10,6 +11,7 @@ test's log. The browser part skips, saying so, without chromium.
 Run: SLABCACHE=path/to/binary python3 tests/integration/test_admin_page.py
 """
 
+import base64
 import html.parser
 import http.client
 import os
@@ -73,7 +75,10 @@ def the_page_references_nothing_outside_the_server():
 
 
 @test
-def the_page_loads_without_the_token_the_figures_need():
+def a_browser_gives_the_token_as_a_basic_password():
+    """With --admin-token the page too answers 401, offering Basic first:
+    a browser asks for credentials and sends them with the page's own
+    requests; the token is the password (the user name is anything)."""
     slabcache_only()
     port = free_port()
     with tempfile.NamedTemporaryFile("w") as f:
@@ -81,10 +86,22 @@ def the_page_loads_without_the_token_the_figures_need():
         f.flush()
         with Server("--admin-port", str(port), "--admin-token", f.name):
             wait_until(lambda: _up(port))
-            eq(get(port, "/")[0], 200, "the page")
-            eq(get(port, "/stats")[0], 401, "its figures without the token")
-            eq(get(port, "/stats", {"Authorization": "Bearer page-token"})[0], 200,
-               "its figures with it")
+            c = http.client.HTTPConnection(HOST, port, timeout=10)
+            c.request("GET", "/")
+            r = c.getresponse()
+            r.read()
+            challenges = r.msg.get_all("WWW-Authenticate") or []
+            c.close()
+            eq(r.status, 401, "the page without the token")
+            check(challenges and challenges[0].startswith("Basic") and
+                  any(x.startswith("Bearer") for x in challenges),
+                  "WWW-Authenticate: %r" % challenges)
+            basic = {"Authorization": "Basic " + base64.b64encode(b"anyone:page-token").decode()}
+            eq(get(port, "/", basic)[0], 200, "the page with it")
+            eq(get(port, "/stats/history", basic)[0], 200, "its figures with it")
+            wrong = {"Authorization": "Basic " + base64.b64encode(b"anyone:page-tokem").decode()}
+            eq(get(port, "/", wrong)[0], 401, "another password")
+            eq(get(port, "/", {"Authorization": "Basic !!"})[0], 401, "not base64")
 
 
 def _up(port):
