@@ -8,6 +8,8 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +158,41 @@ START_TEST(test_keep_alive)
 }
 END_TEST
 
+/* The admin token: Bearer's, or Basic's password; nothing else counts. */
+static bool
+token_is(const char *auth, const char *want)
+{
+    char head[512];
+    struct http_req r;
+    size_t used;
+
+    snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nAuthorization: %s\r\n\r\n", auth);
+    ck_assert_int_eq(parse(head, &r, &used), HTTP_PARSE_OK);
+    if (want == NULL) {
+        return !r.has_token;
+    }
+    return r.has_token && r.ntoken == strlen(want) && memcmp(r.token, want, r.ntoken) == 0;
+}
+
+START_TEST(test_authorization_token)
+{
+    struct http_req r;
+    size_t used;
+
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\n\r\n", &r, &used), HTTP_PARSE_OK);
+    ck_assert(!r.has_token);
+    ck_assert(token_is("Bearer s3cret", "s3cret"));
+    ck_assert(token_is("bearer   s3cret", "s3cret"));
+    ck_assert(token_is("Basic YW55b25lOnMzY3JldA==", "s3cret"));     /* anyone:s3cret */
+    ck_assert(token_is("Basic OnMzY3JldA==", "s3cret"));             /* :s3cret */
+    ck_assert(token_is("Basic YW55b25lOg==", NULL));                 /* anyone: (empty) */
+    ck_assert(token_is("Basic YW55b25l", NULL));                     /* no colon */
+    ck_assert(token_is("Basic !!!!", NULL));
+    ck_assert(token_is("Bearer", NULL));
+    ck_assert(token_is("Digest s3cret", NULL));
+}
+END_TEST
+
 START_TEST(test_compose)
 {
     char out[512], small[40];
@@ -188,6 +225,7 @@ main(void)
     tcase_add_test(tc, test_headers);
     tcase_add_test(tc, test_keep_alive);
     tcase_add_test(tc, test_compose);
+    tcase_add_test(tc, test_authorization_token);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
