@@ -292,17 +292,20 @@ memory_file_open(bool *warm)
     if (settings.memory_file == NULL) {
         return 0;
     }
+    /* Locked first: a second server on the same file would empty it
+     * under the first (and take its metadata). */
+    memory_fd = restart_open_file(settings.memory_file);
+    if (memory_fd < 0) {
+        fprintf(stderr, "slabcache: cannot open the memory file %s: %s\n",
+                settings.memory_file,
+                errno == EWOULDBLOCK ? "another process uses it" : strerror(errno));
+        return EX_OSERR;
+    }
     restart_status_t st = restart_read(settings.memory_file, &saved, err, sizeof(err));
     if (st == RESTART_BAD) {
         fprintf(stderr, "slabcache: cannot restart from %s.meta: %s\n",
                 settings.memory_file, err);
         return EXIT_FAILURE;
-    }
-    memory_fd = restart_open_file(settings.memory_file);
-    if (memory_fd < 0) {
-        fprintf(stderr, "slabcache: cannot open the memory file %s: %s\n",
-                settings.memory_file, strerror(errno));
-        return EX_OSERR;
     }
     if (st == RESTART_NONE) {
         log_warn("memory file %s: no metadata from a graceful stop, starting cold",

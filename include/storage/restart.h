@@ -63,7 +63,8 @@ typedef enum restart_status {
     RESTART_BAD,        /* present but unreadable: the start must stop */
 } restart_status_t;
 
-/* Open (creating it) the memory file; -1 with errno on failure. */
+/* Open (creating it) and lock the memory file for this process; -1 with
+ * errno on failure (EWOULDBLOCK: another process holds it). */
 int              restart_open_file(const char *path);
 /* Empty the memory file (a cold start keeps nothing of it). */
 int              restart_empty_file(int fd);

@@ -273,12 +273,22 @@ def unreadable_metadata_stops_the_start():
 
 
 @test
-def memory_file_shown_in_stats_settings():
-    """`stats settings` shows memory_file (-o memory_file=PATH too)."""
+def memory_file_shown_and_not_shared():
+    """`stats settings` shows memory_file (-o memory_file=PATH too); a
+    second server on the same file is refused while the first runs (it
+    would empty the first's memory under it), and the first serves on."""
     slabcache_only()
     with memory_file() as (d, path):
         with Server("-o", "memory_file=" + path) as s, s.client() as c:
             eq(c.stats("settings").get("memory_file"), path, "memory_file")
+            c.set("k", "v")
+            second = Server(*args(path))
+            try:
+                second.start()
+                check(False, "a second server started on the same memory file")
+            except RuntimeError as e:
+                check("another process uses it" in str(e), str(e)[-300:])
+            eq(c.get("k"), b"v", "the first server's item")
 
 
 def flash_args(path, flash, size="64m"):
