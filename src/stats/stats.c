@@ -338,7 +338,7 @@ emit_general(stats_emit_fn emit, void *ctx)
     struct slab_evict_figures g;
     slab_evict_global(&g);
     emit_u64(emit, ctx, "slabs_moved", g.slabs_gained);
-    if (settings.lru_crawler) {
+    if (crawler_enabled()) {     /* enable and disable change it, as memcached */
         emit_u64(emit, ctx, "lru_crawler_running", crawler_running() ? 1 : 0);
         emit_u64(emit, ctx, "lru_crawler_starts", crawler_starts());
     }

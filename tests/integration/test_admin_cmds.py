@@ -339,8 +339,16 @@ def no_slab_reassign_and_no_lru_crawler():
         eq(st["lru_crawler"], "no")
         if not is_memcached():
             eq(st["evictions_policy"], "lru", "no slab moves at all")
+        check("lru_crawler_running" not in c.stats(), "no crawler, no running line")
         eq(c.cmd("lru_crawler enable"), "OK")
+        # enabled at run time counts as enabled at start: memcached's
+        # lru-crawler.t polls lru_crawler_running until the crawl is done
+        eq(c.stats("settings")["lru_crawler"], "yes")
+        check("lru_crawler_running" in c.stats(), "running line once enabled")
         eq(c.cmd("lru_crawler crawl all"), "OK")
+        eq(c.cmd("lru_crawler disable"), "OK")
+        eq(c.stats("settings")["lru_crawler"], "no")
+        check("lru_crawler_running" not in c.stats(), "no running line once disabled")
 
 
 def start_exit(*args):
