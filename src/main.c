@@ -701,7 +701,8 @@ main(int argc, char **argv)
     slab_set_reserve(sz.budget);
     item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
-    if (history_setup() != 0) {
+    /* the last ten minutes are kept for the admin port only */
+    if (settings.admin_port != 0 && history_setup() != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return EXIT_FAILURE;
     }

@@ -37,9 +37,10 @@
     X(extstore_bytes_used)        \
     X(extstore_io_queue)
 
+/* The ring, booked within -m (slab_book); set up only with an admin port. */
 int   history_setup(void);
 void  history_teardown(void);
-/* Take this second's sample (the main loop's tick). */
+/* Take this second's sample (the main loop's tick); none without a ring. */
 void  history_sample(void);
 /* {"interval_s":1,"fields":["time",...],"samples":[[unix time, ...], ...]},
  * oldest first, at most HISTORY_SAMPLES. */

@@ -249,14 +249,17 @@ bool     slab_grow_first(uint8_t cls);
 void     slab_set_limit(size_t maxbytes);
 size_t   slab_limit(void);
 /*
- * Bytes within the limit held by the cache's bookkeeping: the eviction
- * layer's measurement (sizing.h), set once, and what grows with the items
- * (the probation FIFOs, booked as they resize). Slabs get the limit less
- * the whole slabs these fill, so that -m bounds all of it; slab_room() is
- * what slabs get.
+ * Bytes within the limit held by what slabcache keeps beyond memcached:
+ * the eviction layer's measurement (sizing.h), set once, and what is
+ * booked as it is allocated (the probation FIFOs as they resize, the
+ * stats history). Slabs get the limit less the whole slabs these need, to
+ * the nearest (slab_held()): -m bounds them with the slabs, within half a
+ * slab. The hash table stays outside -m, as memcached's does, so the same
+ * -m holds as many items.
  */
 void     slab_set_reserve(size_t bytes);
 void     slab_book(int64_t delta);
+size_t   slab_held(void);
 size_t   slab_room(void);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 

@@ -21,6 +21,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#define TLS_LIB_REDIRECT        /* OpenSSL's names call what -Z loaded */
+#include "tls_lib.h"
+
 #include "log.h"
 #include "settings.h"
 #include "stats.h"
@@ -137,6 +140,11 @@ tls_setup(void)
         log_error("-Z needs -o ssl_chain_cert=FILE,ssl_key=FILE");
         return -1;
     }
+    char err[256];
+    if (tls_lib_load(err, sizeof(err)) != 0) {
+        log_error("-Z: %s", err);
+        return -1;
+    }
     server_ctx = tls_ctx_build();
     if (server_ctx == NULL) {
         return -1;
@@ -167,8 +175,10 @@ tls_refresh(char *err, size_t cap)
 void
 tls_teardown(void)
 {
-    SSL_CTX_free(server_ctx);
-    server_ctx = NULL;
+    if (server_ctx != NULL) {   /* else OpenSSL may not be loaded at all */
+        SSL_CTX_free(server_ctx);
+        server_ctx = NULL;
+    }
 }
 
 bool

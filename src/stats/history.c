@@ -11,11 +11,14 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "slab.h"
 
 enum history_field {
 #define HISTORY_ENUM(name) HF_##name,
@@ -44,8 +47,12 @@ int
 history_setup(void)
 {
     pthread_mutex_lock(&lock);
-    free(ring);
-    ring = calloc(HISTORY_SAMPLES, sizeof(*ring));
+    if (ring == NULL) {
+        ring = calloc(HISTORY_SAMPLES, sizeof(*ring));
+        if (ring != NULL) {
+            slab_book((int64_t)(HISTORY_SAMPLES * sizeof(*ring)));  /* within -m */
+        }
+    }
     head = count = 0;
     pthread_mutex_unlock(&lock);
     return ring != NULL ? 0 : -1;
@@ -55,8 +62,11 @@ void
 history_teardown(void)
 {
     pthread_mutex_lock(&lock);
-    free(ring);
-    ring = NULL;
+    if (ring != NULL) {
+        free(ring);
+        ring = NULL;
+        slab_book(-(int64_t)(HISTORY_SAMPLES * sizeof(*ring)));
+    }
     head = count = 0;
     pthread_mutex_unlock(&lock);
 }
@@ -95,6 +105,12 @@ history_sample(void)
 {
     struct sample s;
 
+    pthread_mutex_lock(&lock);
+    bool kept = ring != NULL;
+    pthread_mutex_unlock(&lock);
+    if (!kept) {
+        return;                 /* no admin port: nothing to keep it for */
+    }
     memset(&s, 0, sizeof(s));
     s.time = (int64_t)time(NULL);
     stats_emit(STATS_GENERAL, collect, &s);

@@ -1140,17 +1140,25 @@ slab_book(int64_t delta)
     atomic_fetch_add_explicit(&mem_booked, delta, memory_order_relaxed);
 }
 
-/* Whole slabs only: a slab given up for part of one would be an eighth of
- * the cache at -m 8, for a few hundred KB. */
+/* The bookkeeping takes whole slabs, to the nearest: -m bounds the slabs
+ * and what slabcache keeps beyond memcached to within half a slab, and a
+ * few hundred KB of it at -m 8 do not take an eighth of the cache. */
 size_t
-slab_room(void)
+slab_held(void)
 {
-    size_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
     int64_t booked = atomic_load_explicit(&mem_booked, memory_order_relaxed);
     size_t held = atomic_load_explicit(&mem_reserved, memory_order_relaxed) +
                   (booked > 0 ? (size_t)booked : 0);
 
-    held -= held % slab_bytes;
+    return (held + slab_bytes / 2) / slab_bytes * slab_bytes;
+}
+
+size_t
+slab_room(void)
+{
+    size_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
+    size_t held = slab_held();
+
     return limit > held ? limit - held : 0;
 }
 

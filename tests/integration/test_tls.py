@@ -131,6 +131,28 @@ def values_over_tls_and_notls():
         check(b"VERSION 1.6.45" in p.stdout, "openssl s_client: %r %r" % (p.stdout[-200:], p.stderr[-300:]))
 
 
+def maps_openssl(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return any("/libssl.so" in line or "/libcrypto.so" in line for line in f)
+
+
+@test
+def openssl_is_mapped_only_with_tls():
+    """OpenSSL's pages (a couple of MB of every process mapping it) are
+    not carried by a server without -Z: it is opened when TLS is asked
+    for (src/core/tls_lib.c)."""
+    if not require_openssl():
+        return
+    with Server() as s, s.client() as c:
+        eq(c.cmd("version").split()[0], "VERSION")
+        check(not maps_openssl(s.pid), "a server without -Z maps libssl or libcrypto")
+    s, tport, _ = tls_server()
+    with s:
+        out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
+        check(out.startswith(b"VERSION"), "TLS answers: %r" % out)
+        check(maps_openssl(s.pid), "a server with -Z maps libssl")
+
+
 @test
 def client_certificates_required_or_optional():
     if not require_openssl():

@@ -369,8 +369,9 @@ END_TEST
 
 /*
  * A reserve (the measurement's memory, sizing.h, and what slab_book()
- * adds: the probation FIFOs) comes out of the limit in whole slabs: slabs
- * get the rest, and the limit itself (limit_maxbytes) is unchanged.
+ * adds: the hash table, the probation FIFOs) comes out of the limit in
+ * whole slabs, to the nearest: slabs get the rest, and the limit itself
+ * (limit_maxbytes) is unchanged.
  */
 START_TEST(test_reserve_comes_out_of_the_limit)
 {
@@ -378,12 +379,17 @@ START_TEST(test_reserve_comes_out_of_the_limit)
     uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
     uint32_t sid, n = 0;
 
-    slab_set_reserve(SLAB_SZ / 2);
+    ck_assert_uint_eq(slab_held(), 0);
+    ck_assert_uint_eq(slab_room(), MAXBYTES);
+    slab_set_reserve(SLAB_SZ / 2 - 1);
     ck_assert_uint_eq(slab_limit(), MAXBYTES);
-    ck_assert_uint_eq(slab_room(), MAXBYTES);           /* under a slab: none */
+    ck_assert_uint_eq(slab_room(), MAXBYTES);           /* under half: none */
+    slab_book(1);
+    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ); /* half: one */
     slab_book(SLAB_SZ / 2);
-    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ); /* together, one */
+    ck_assert_uint_eq(slab_room(), MAXBYTES - SLAB_SZ); /* one: one */
     slab_book(SLAB_SZ);
+    ck_assert_uint_eq(slab_held(), 2 * SLAB_SZ);        /* two: two */
     ck_assert_uint_eq(slab_room(), MAXBYTES - 2 * SLAB_SZ);
     slab_book(-(int64_t)SLAB_SZ);
     while (slab_alloc(last, &sid) != NULL) {
