@@ -198,6 +198,29 @@ def stats(port):
         return {k: int(v) for k, v in c.stats().items() if v.isdigit()}
 
 
+def stop_load(s, load):
+    """load.stop(); on a failure, the server's memory as it stood (slabs
+    and chunks per class, evictions, refusals) goes with the message."""
+    try:
+        load.stop()
+    except AssertionError as e:
+        try:
+            with Client(s.port, timeout=20) as c:
+                st, sl, it = c.stats(), c.stats("slabs"), c.stats("items")
+            classes = sorted({k.split(":")[0] for k in sl if ":" in k}, key=int)
+            table = " ".join("%s:%sx%s/%s" % (n, sl.get(n + ":total_pages"), sl.get(n + ":chunk_size"),
+                                              sl.get(n + ":used_chunks")) for n in classes)
+            st["total_malloced"] = sl.get("total_malloced")
+            st["outofmemory"] = " ".join("%s:%s" % (k.split(":")[1], v) for k, v in it.items()
+                                         if k.endswith(":outofmemory") and v != "0")
+            names = ("outofmemory", "evictions", "curr_items", "total_malloced", "slabs_moved",
+                     "extstore_objects_written", "extstore_io_queue")
+            where = " ".join("%s=%s" % (k, st.get(k)) for k in names)
+        except Exception as d:      # the server may be gone
+            where, table = "no stats: %r" % d, ""
+        raise AssertionError("%s\n  %s\n  class:pages x chunk/used %s" % (e, where, table))
+
+
 def wait_for(port, name, above, timeout=20.0):
     """Wait until stat `name` exceeds `above`; its value."""
     deadline = time.monotonic() + timeout
@@ -246,7 +269,7 @@ def check_logged(s, kind, errtext, seconds):
 def finish(s, load, t_start, kind, errtext, what):
     """Stop the load (it checks every value read), then: the server is up,
     and the fault was logged, with errtext, no more often than allowed."""
-    load.stop()
+    stop_load(s, load)
     check(s.alive(), "server alive")
     check_logged(s, kind, errtext, time.monotonic() - t_start)
     print("     %d hits, %d misses; %s" % (load.hits, load.misses, what))
@@ -276,7 +299,12 @@ def write_fault(words, kind, errtext):
         while time.monotonic() < deadline and write_faults(stats(s.port)) == 0:
             time.sleep(0.05)
         before = wait_settled(s.port, ["extstore_objects_written"])
+        # a few more failed writes (the load's pace sets how soon: the
+        # sanitizer build's is slow), at least 2.5 s of them
+        deadline = time.monotonic() + 20
         time.sleep(2.5)
+        while time.monotonic() < deadline and write_faults(stats(s.port)) < 3:
+            time.sleep(0.1)
         during = stats(s.port)
         f.set("")
         eq(during["extstore_objects_written"], before["extstore_objects_written"],
@@ -295,7 +323,7 @@ def write_fault(words, kind, errtext):
         check(after > b0 + lap, "writing resumed: %d bytes written since" % (after - b0))
         r0 = stats(s.port)["extstore_objects_read"]
         check(wait_for(s.port, "extstore_objects_read", r0) > r0, "flash reads resumed")
-        load.stop()
+        stop_load(s, load)
         check(s.alive(), "server alive")
         st = stats(s.port)
         check(write_faults(st) == errs, "no write fault after the device recovered")
@@ -418,7 +446,7 @@ def device_that_never_writes():
         load = Load(s.port).start()
         check(wait_for(s.port, "extstore_write_errors", 2) > 2, "write errors counted")
         time.sleep(1)
-        load.stop()
+        stop_load(s, load)
         st = stats(s.port)
         eq(st["extstore_objects_written"], 0, "records counted as written")
         check(load.hits > 0, "RAM hits")
@@ -463,7 +491,7 @@ def file_on_a_full_tmpfs():
                   "writing went on on the full tmpfs: %d bytes" % (after - b0))
             check(wait_for(s.port, "extstore_objects_read", r0) > r0,
                   "records on the tmpfs read back after the first refused write")
-            load.stop()
+            stop_load(s, load)
             check(s.alive(), "server alive")
             st = stats(s.port)
             lines = log_lines(s, "write") + log_lines(s, "write_short")
