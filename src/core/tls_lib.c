@@ -1,9 +1,9 @@
 /*
  * tls_lib.c -- open OpenSSL when TLS is asked for (tls_lib.h).
  *
- * The library's name is the one the build linked against (its soname,
- * found by configure), so the functions have the types the headers gave
- * tls.c. Loaded once, never closed: connections hold its objects until
+ * The library is the one whose headers the build compiled against (its
+ * soname, read by configure), so the functions have the types the
+ * headers gave tls.c. Loaded once, never closed: connections hold its objects until
  * exit.
  */
 #include "config.h"
@@ -12,6 +12,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #define TLS_LIB_DEFINE(name) __typeof__(name) *tls_fn_##name;
@@ -58,13 +59,4 @@ tls_lib_load(char *err, size_t cap)
     }
     pthread_mutex_unlock(&lock);
     return rc;
-}
-
-bool
-tls_lib_loaded(void)
-{
-    pthread_mutex_lock(&lock);
-    bool up = loaded;
-    pthread_mutex_unlock(&lock);
-    return up;
 }

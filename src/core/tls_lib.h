@@ -11,7 +11,6 @@
 #ifndef SC_TLS_LIB_H
 #define SC_TLS_LIB_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include <openssl/err.h>
@@ -59,7 +58,6 @@ TLS_LIB_FUNCS(TLS_LIB_DECLARE)
 /* Open the library (once) and fill every pointer; -1 with the reason in
  * err when it or one of the functions is missing. */
 int  tls_lib_load(char *err, size_t cap);
-bool tls_lib_loaded(void);
 
 /* The build keeps this list and TLS_LIB_FUNCS the same: a name missing
  * here links to no library (undefined), one missing there is undeclared. */
