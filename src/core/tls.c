@@ -103,7 +103,9 @@ tls_ctx_build(void)
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(settings.ssl_ca_cert);
         if (names == NULL ||
             SSL_CTX_load_verify_locations(ctx, settings.ssl_ca_cert, NULL) != 1) {
-            sk_X509_NAME_pop_free(names, X509_NAME_free);
+            /* sk_X509_NAME_pop_free, spelled out: OpenSSL 1.1's is an
+             * inline function the redirection (tls_lib.h) cannot reach */
+            OPENSSL_sk_pop_free((OPENSSL_STACK *)names, (OPENSSL_sk_freefunc)X509_NAME_free);
             tls_log_errors("ssl_ca_cert");
             log_error("cannot load the CA certificates %s", settings.ssl_ca_cert);
             goto fail;

@@ -369,7 +369,7 @@ END_TEST
 
 /*
  * A reserve (the measurement's memory, sizing.h, and what slab_book()
- * adds: the hash table, the probation FIFOs) comes out of the limit in
+ * adds: the probation FIFOs, the stats history) comes out of the limit in
  * whole slabs, to the nearest: slabs get the rest, and the limit itself
  * (limit_maxbytes) is unchanged.
  */
