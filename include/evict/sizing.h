@@ -23,10 +23,14 @@
  * allocation rule's estimates pool the slabs beside it (sizing_edges).
  * Everything (entries, their order, the histograms) fits in 1% of -m: when
  * the sample outgrows it, every rate is halved and the keys past the new
- * threshold dropped. The histograms are
+ * threshold dropped. Each class keeps two histograms. The short one is
  * halved every time the sample has seen a quarter as many sampled gets
- * as it can hold keys (SIZING_WINDOW_DIV), so they follow a workload that
- * changes.
+ * as it can hold keys (SIZING_WINDOW_DIV), so it follows a workload that
+ * changes. The long one is halved SIZING_LONG_WINDOWS times less often and
+ * holds that many times the evidence: a class with a small share of the
+ * gets, sampled coarsely, has a few sampled gets a slab in the short
+ * window, too few to tell its slabs' worth from another class's (the rule
+ * in evict_auto.c says when each is used).
  *
  * The request path calls sizing_ref() (through storage's reference hook);
  * an unsampled key costs a multiply and a compare, a sampled one a
@@ -43,7 +47,8 @@
 
 #define SIZING_PER_SLAB   128   /* sampled keys per slab of a class's items, at most */
 #define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
-#define SIZING_WINDOW_DIV 4     /* histograms halve every capacity/4 sampled gets */
+#define SIZING_WINDOW_DIV 4     /* short histograms halve every capacity/4 sampled gets */
+#define SIZING_LONG_WINDOWS 4   /* long ones every 4 short windows */
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
 #define SIZING_POOL_GETS  32.0  /* sampled gets an edge's estimate pools slabs for */
 #define SIZING_POOL_SLABS 8u    /* slabs it pools at most */
@@ -73,8 +78,11 @@ struct sizing_edge {
     double reach;               /* slabs' worth of the class's keys the sample
                                    holds: how deep its stack is known */
 };
-/* For classes 1..ncls at slabs[c] slabs each, under one lock. */
-void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls);
+typedef enum { SIZING_SHORT, SIZING_LONG } sizing_window_t;
+/* For classes 1..ncls at slabs[c] slabs each, from one window's
+ * histograms, under one lock. */
+void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
+                      sizing_window_t win);
 
 /*
  * Estimated gets (decayed) at stack distance [from, to) slabs in cls;

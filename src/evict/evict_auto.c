@@ -22,6 +22,12 @@
  * histograms stay valid across moves. The threshold is the hysteresis:
  * two classes whose next and last slabs earn about the same trade nothing.
  *
+ * The difference is judged on the short window (sizing.h), which follows
+ * a shift, and failing that on the long one, which holds more evidence
+ * of a class with a small share of the gets -- but only when the short
+ * window points the same way: evidence from before a shift must not
+ * undo what the gets since show.
+ *
  * Reading every class's figures costs a lock and a pass over the classes,
  * so they are read at most every AUTO_VIEW_MS, and again after a move.
  */
@@ -41,7 +47,8 @@
 struct auto_view {
     uint64_t           at_ms;
     uint32_t           slabs[SLAB_CLASS_MAX + 1];
-    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];        /* short window */
+    struct sizing_edge edge_long[SLAB_CLASS_MAX + 1];   /* long window */
     uint8_t            order[SLAB_CLASS_MAX];   /* classes that may give, cheapest first */
     unsigned           n;
 };
@@ -92,7 +99,8 @@ view_refresh(uint64_t now)
     for (unsigned c = 1; c <= ncls; c++) {
         view.slabs[c] = slab_class_slabs((uint8_t)c);
     }
-    sizing_edges(view.slabs, view.edge, ncls);
+    sizing_edges(view.slabs, view.edge, ncls, SIZING_SHORT);
+    sizing_edges(view.slabs, view.edge_long, ncls, SIZING_LONG);
     view.n = 0;
     for (unsigned c = 1; c <= ncls; c++) {
         if (!may_give((uint8_t)c, stubs)) {
@@ -122,8 +130,21 @@ view_take(void)
     }
 }
 
+/* How far to's next slab out-earns from's last; *sure: beyond the noise. */
+static double
+edge_gain(const struct sizing_edge *to, const struct sizing_edge *from, bool *sure)
+{
+    double d = to->next - from->last;
+
+    *sure = d > 0 && d * d > AUTO_Z * AUTO_Z * (to->next_var + from->last_var);
+    return d;
+}
+
 /*
- * Whether cls's next slab earns more than donor's last, beyond the noise.
+ * Whether cls's next slab earns more than donor's last, beyond the noise
+ * of the short window's estimates or, when the short window leans that
+ * way, of the long window's.
+ *
  * A donor whose last slab shows no sampled get earns nothing when the
  * sample knows the donor's keys that deep (they were stored or read since
  * it began): no get behind them is then evidence. A stack known only a few
@@ -135,14 +156,18 @@ static bool
 move_pays(uint8_t cls, uint8_t donor)
 {
     const struct sizing_edge *to = &view.edge[cls], *from = &view.edge[donor];
+    bool sure, sure_long;
 
     if (edge_unmeasured(from)) {
         uint32_t s = view.slabs[donor];
         uint32_t known = s < sizing_depth() ? s : sizing_depth();
         return from->reach + 1.0 >= (double)known;
     }
-    double d = to->next - from->last;
-    return d > 0 && d * d > AUTO_Z * AUTO_Z * (to->next_var + from->last_var);
+    if (edge_gain(to, from, &sure) <= 0) {
+        return false;
+    }
+    (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
+    return sure || sure_long;
 }
 
 static bool

@@ -41,6 +41,7 @@ struct sz_class {
     uint32_t  n;                /* entries */
     uint32_t  rate0;            /* threshold at shift 0 */
     double   *hist;             /* weighted gets by distance in slabs; [depth]: beyond */
+    double   *hist_long;        /* the same over the long window */
     double    gets;             /* weighted gets, all of them */
     double    cold;             /* weighted gets of keys not in the sample */
 };
@@ -61,6 +62,7 @@ static uint32_t         depth;          /* slabs followed per class */
 static size_t           budget;
 static size_t           bytes;
 static uint64_t         window_gets;
+static unsigned         short_windows;  /* since the long histograms last halved */
 static double           unseen;         /* weighted misses of keys not in the sample */
 
 /* 24 bits of the hash, mixed so they do not follow the hash table's bucket. */
@@ -352,15 +354,28 @@ entry_new(uint32_t hv, uint8_t cls)
 /* --- the histograms ----------------------------------------------------- */
 
 static void
+hist_halve(double *h)
+{
+    for (uint32_t b = 0; b <= depth; b++) {
+        h[b] *= 0.5;
+    }
+}
+
+/* A short window ends; every SIZING_LONG_WINDOWS of them a long one. */
+static void
 window_halve(void)
 {
+    bool long_too = ++short_windows >= SIZING_LONG_WINDOWS;
+
+    short_windows = long_too ? 0 : short_windows;
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
         struct sz_class *c = &classes[i];
         if (c->hist == NULL) {
             continue;
         }
-        for (uint32_t b = 0; b <= depth; b++) {
-            c->hist[b] *= 0.5;
+        hist_halve(c->hist);
+        if (long_too) {
+            hist_halve(c->hist_long);
         }
         c->gets *= 0.5;
         c->cold *= 0.5;
@@ -374,11 +389,13 @@ hist_ready(uint8_t cls)
     struct sz_class *c = &classes[cls];
 
     if (c->hist == NULL) {
-        c->hist = calloc((size_t)depth + 1, sizeof(*c->hist));
-        if (c->hist == NULL) {
+        double *h = calloc(2 * ((size_t)depth + 1), sizeof(*h));
+        if (h == NULL) {
             return false;
         }
-        bytes += ((size_t)depth + 1) * sizeof(*c->hist);
+        c->hist = h;
+        c->hist_long = h + depth + 1;
+        bytes += 2 * ((size_t)depth + 1) * sizeof(*h);
     }
     return true;
 }
@@ -399,7 +416,9 @@ note_get(uint8_t cls, uint32_t e)
         uint32_t dist = c->n - fen_prefix(c, ents[e].t);
         double ps = per_slab(cls);
         double b = ps > 0 ? dist / ps : depth;
-        c->hist[b < depth ? (uint32_t)b : depth] += w;
+        uint32_t at = b < depth ? (uint32_t)b : depth;
+        c->hist[at] += w;
+        c->hist_long[at] += w;
     }
     if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV + 1) {
         window_gets = 0;
@@ -461,16 +480,16 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
 /* --- queries ------------------------------------------------------------ */
 
 static double
-hist_sum(const struct sz_class *c, uint32_t from, uint32_t to)
+hist_sum(const double *hist, uint32_t from, uint32_t to)
 {
     double sum = 0.0;
 
-    if (c->hist == NULL) {
+    if (hist == NULL) {
         return 0.0;
     }
     to = to > depth ? depth + 1 : to;
     for (uint32_t b = from; b < to; b++) {
-        sum += c->hist[b];
+        sum += hist[b];
     }
     return sum;
 }
@@ -479,7 +498,7 @@ double
 sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var)
 {
     pthread_mutex_lock(&sz_lock);
-    double sum = hist_sum(&classes[cls], from, to);
+    double sum = hist_sum(classes[cls].hist, from, to);
     if (var != NULL) {
         *var = sum * weight(cls);
     }
@@ -516,7 +535,7 @@ pool_level(double n, double m, uint32_t k)
  * moving.
  */
 static void
-edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, double w,
+edge_pool(const double *hist, uint32_t first, uint32_t end, bool down, double w,
           double *mean, double *var)
 {
     double sum = 0.0;
@@ -524,11 +543,11 @@ edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, dou
 
     *mean = 0.0;
     *var = 0.0;
-    if (c->hist == NULL) {
+    if (hist == NULL) {
         return;
     }
     while (k < SIZING_POOL_SLABS && (down ? first >= end + k : first + k < end)) {
-        double h = c->hist[down ? first - k : first + k];
+        double h = hist[down ? first - k : first + k];
         if (k > 0 && w > 0.0 && !pool_level(h / w, sum / w / k, k)) {
             break;
         }
@@ -545,11 +564,13 @@ edge_pool(const struct sz_class *c, uint32_t first, uint32_t end, bool down, dou
 }
 
 void
-sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
+sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
+             sizing_window_t win)
 {
     pthread_mutex_lock(&sz_lock);
     for (unsigned i = 1; i <= ncls && i <= SLAB_CLASS_MAX; i++) {
         const struct sz_class *c = &classes[i];
+        const double *hist = win == SIZING_LONG ? c->hist_long : c->hist;
         double w = weight((uint8_t)i);
         uint32_t s = slabs[i];
         double ps = per_slab((uint8_t)i);
@@ -560,16 +581,23 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls)
          * curve is concave), so it keeps its memory rather than give it
          * away as unmeasured. */
         if (s > 0) {
-            edge_pool(c, (s <= depth ? s : depth) - 1, 0, true, w, &out[i].last,
+            edge_pool(hist, (s <= depth ? s : depth) - 1, 0, true, w, &out[i].last,
                       &out[i].last_var);
         }
         if (s < depth) {
-            edge_pool(c, s, depth, false, w, &out[i].next, &out[i].next_var);
+            /* No get has a distance past the keys the sample holds
+             * (reach): the slabs past them lie outside the curve, not at
+             * a low level of it, and are not pooled with the slabs
+             * before them. */
+            uint32_t end = (uint32_t)out[i].reach;
+            end += (double)end < out[i].reach ? 1 : 0;
+            end = end <= s ? s + 1 : end < depth ? end : depth;
+            edge_pool(hist, s, end, false, w, &out[i].next, &out[i].next_var);
         } else {
             /* At the depth followed, the bucket of everything beyond it
              * (nearly empty: keys past the depth leave the sample); past
              * it, nothing. */
-            out[i].next = hist_sum(c, s, s + 1);
+            out[i].next = hist_sum(hist, s, s + 1);
             out[i].next_var = out[i].next * w;
         }
     }
@@ -671,7 +699,7 @@ sizing_enabled(void)
 /* --- setup -------------------------------------------------------------- */
 
 /*
- * Budget: the histograms of every class that exists, each class's
+ * Budget: the two histograms of every class that exists, each class's
  * smallest time line, then entries at 16 bytes, two time-line positions
  * (8 bytes each) and a bucket each.
  */
@@ -688,9 +716,9 @@ sizing_setup(size_t limit, uint32_t slabs)
      * slabs (-I) the curve stops short of 4x -m rather than leave no
      * room for keys. */
     uint64_t want = (uint64_t)SIZING_DEPTH * (slabs > 0 ? slabs : 1);
-    uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * sizeof(double));
+    uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * 2 * sizeof(double));
     depth = (uint32_t)(want < room ? want : room > 1 ? room - 1 : 1);
-    fixed = (size_t)ncls * (((size_t)depth + 1) * sizeof(double) + 8 * SZ_MIN_CAP);
+    fixed = (size_t)ncls * (2 * ((size_t)depth + 1) * sizeof(double) + 8 * SZ_MIN_CAP);
     nents = budget > fixed + 64 * per_entry ? (uint32_t)((budget - fixed) / per_entry) : 64;
     uint32_t nb = 1;
     while (nb < nents) {
@@ -715,6 +743,7 @@ sizing_setup(size_t limit, uint32_t slabs)
     nused = 0;
     shift = 0;
     window_gets = 0;
+    short_windows = 0;
     unseen = 0;
     bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
     for (unsigned i = 1; i <= ncls; i++) {

@@ -1136,7 +1136,7 @@ START_TEST(test_auto_asks_a_dearer_donor_measured_finely)
         measure_uniform(b, 8, 8 * 3000, &seed);     /* 3,000 a slab */
         measure_uniform(c, 8, 8 * 3800, &seed);     /* 3,800 a slab */
         evict_auto_note_move();                     /* the figures are read anew */
-        sizing_edges(slabs, edge, slab_class_count());
+        sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
         uint8_t cheap = donor_value(&edge[a]) <= donor_value(&edge[b]) ? a : b;
         uint8_t dear = cheap == a ? b : a;
         uint8_t want = evict_auto_pays(c, cheap) ? cheap : evict_auto_pays(c, dear) ? dear : 0;
@@ -1144,6 +1144,118 @@ START_TEST(test_auto_asks_a_dearer_donor_measured_finely)
         passed_over += want == dear;
     }
     ck_assert_uint_gt(passed_over, 0);
+}
+END_TEST
+
+/*
+ * Gets measured for A (uniform over a_slabs slabs' worth of keys) and B
+ * (over b_slabs), a_gets and b_gets of them interleaved at random: the
+ * keys first, as stored.
+ */
+static void
+measure_two(uint8_t a, uint32_t a_slabs, uint32_t a_gets, uint8_t b, uint32_t b_slabs,
+            uint32_t b_gets, uint64_t *seed)
+{
+    uint32_t a_keys = a_slabs * slab_class_perslab(a), b_keys = b_slabs * slab_class_perslab(b);
+
+    for (uint32_t k = 0; k < a_keys; k++) {
+        sizing_ref(synth_hv(a, k), a, ITEM_REF_STORE);
+    }
+    for (uint32_t k = 0; k < b_keys; k++) {
+        sizing_ref(synth_hv(b, k), b, ITEM_REF_STORE);
+    }
+    while (a_gets + b_gets > 0) {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        bool to_a = *seed % (a_gets + b_gets) < a_gets;
+        uint8_t cls = to_a ? a : b;
+        uint32_t keys = to_a ? a_keys : b_keys;
+        sizing_ref(synth_hv(cls, (uint32_t)((*seed >> 20) % keys)), cls, ITEM_REF_HIT);
+        *(to_a ? &a_gets : &b_gets) -= 1;
+    }
+}
+
+/* The rule's test on one window's edges alone: to's next slab out-earns
+ * from's last by more than 3 (AUTO_Z) standard deviations. */
+static bool
+window_shows(const struct sizing_edge *to, const struct sizing_edge *from)
+{
+    double d = to->next - from->last;
+
+    return d > 0 && d * d > 9.0 * (to->next_var + from->last_var);
+}
+
+/* A measurement whose short window ends every few hundred sampled gets. */
+#define SHORT_WINDOWS_LIMIT (8u << 20)
+
+/*
+ * A class with a small share of the gets, sampled coarsely (A: 1 key in
+ * about 6), whose keys end one slab past its size: its next slab earns
+ * about twice what B's last earns. The short window holds a dozen or two
+ * of A's sampled gets there, too few to show the difference beyond the
+ * noise; the long window holds about four times as many, and the rule
+ * moves B's slab to A in nearly every draw.
+ */
+START_TEST(test_auto_long_window_shows_a_coarse_class_s_worth)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+    unsigned draws = 20, short_shows = 0, moved = 0;
+
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+    ck_assert_uint_eq(slabs[a], 4);
+    for (uint64_t draw = 1; draw <= draws; draw++) {
+        uint64_t seed = draw * 0x9e3779b97f4a7c15ull;
+        ck_assert_int_eq(sizing_setup(SHORT_WINDOWS_LIMIT, NSLABS), 0);
+        /* A's keys over 5 slabs, B's over 12; about 20 short windows
+         * of sampled gets. */
+        measure_two(a, 5, 8 * 1150, b, 12, 8 * 1000, &seed);
+        evict_auto_note_move();
+        sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
+        short_shows += window_shows(&edge[a], &edge[b]);
+        moved += evict_auto_donor(a, false) == b;
+    }
+    ck_assert_msg(short_shows <= draws / 2, "the short window alone showed it in %u of %u",
+                  short_shows, draws);
+    ck_assert_msg(moved >= draws - 3, "moved in %u of %u draws", moved, draws);
+}
+END_TEST
+
+/*
+ * The long window remembers a shift's past: A was read much, then nobody
+ * reads A and B is read. The long window still shows A's next slab above
+ * B's last beyond the noise; the short one shows the gets since, and no
+ * slab moves from B to A.
+ */
+START_TEST(test_auto_long_window_does_not_undo_a_shift)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1], edge_long[SLAB_CLASS_MAX + 1];
+    uint64_t seed = 5;
+
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+    ck_assert_int_eq(sizing_setup(SHORT_WINDOWS_LIMIT, NSLABS), 0);
+    measure_two(a, 6, 20000, b, 12, 1000, &seed);  /* A hot */
+    measure_two(a, 6, 0, b, 12, 2500, &seed);      /* then only B */
+    evict_auto_note_move();
+    sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
+    sizing_edges(slabs, edge_long, slab_class_count(), SIZING_LONG);
+    ck_assert_msg(edge[a].next <= edge[b].last, "short: A next %f, B last %f", edge[a].next,
+                  edge[b].last);
+    ck_assert_msg(window_shows(&edge_long[a], &edge_long[b]), "long: A next %f, B last %f",
+                  edge_long[a].next, edge_long[b].last);
+    ck_assert_uint_eq(evict_auto_donor(a, false), 0);
 }
 END_TEST
 
@@ -1459,6 +1571,8 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_gives_back_slabs_past_the_limit);
     tcase_add_test(tc, test_auto_equal_classes_do_not_trade);
     tcase_add_test(tc, test_auto_asks_a_dearer_donor_measured_finely);
+    tcase_add_test(tc, test_auto_long_window_shows_a_coarse_class_s_worth);
+    tcase_add_test(tc, test_auto_long_window_does_not_undo_a_shift);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);

@@ -214,7 +214,7 @@ START_TEST(test_edges_pool_a_coarsely_sampled_class)
     uniform_gets(cls, nkeys, gets, &seed);
     ck_assert_uint_eq(state().shift, 0);
     slabs[cls] = 8;
-    sizing_edges(slabs, edge, cls);
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
     double truth = gets / 16.0;
     ck_assert_msg(edge[cls].last_var <= edge[cls].last * edge[cls].last / 16,
                   "last %f, sd %f", edge[cls].last, sqrt(edge[cls].last_var));
@@ -244,12 +244,38 @@ START_TEST(test_edges_do_not_pool_across_a_cliff)
     ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
     uniform_gets(cls, nkeys, 4000, &seed);
     slabs[cls] = 5;
-    sizing_edges(slabs, edge, cls);
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
     ck_assert_msg(edge[cls].last == 0.0, "last %f", edge[cls].last);
     slabs[cls] = 2;
-    sizing_edges(slabs, edge, cls);
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
     ck_assert_msg(edge[cls].last > 1000.0, "last %f", edge[cls].last);
     ck_assert_msg(edge[cls].next == 0.0, "next %f", edge[cls].next);
+}
+END_TEST
+
+/*
+ * No get has a distance past the keys the sample holds: a coarsely
+ * sampled class whose keys end two slabs past its size is judged on those
+ * two slabs, not on them averaged with the empty ones past its keys (a
+ * few sampled gets a slab cannot tell those from a low level).
+ */
+START_TEST(test_edges_do_not_pool_past_the_keys)
+{
+    uint8_t cls = 1;
+    uint32_t per = slab_class_perslab(cls), nkeys = 5 * per, gets = 5 * 8 * 103;
+    uint64_t seed = 0x5eedull;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+
+    ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);       /* no halving */
+    uniform_gets(cls, nkeys, gets, &seed);                  /* about 8 sampled a slab */
+    slabs[cls] = 3;
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
+    double truth = gets / 5.0;
+    ck_assert_msg(edge[cls].reach < 6.0, "reach %f", edge[cls].reach);
+    ck_assert_msg(fabs(edge[cls].next - truth) <= 3 * sqrt(edge[cls].next_var),
+                  "next %f (sd %f), truth %f", edge[cls].next, sqrt(edge[cls].next_var), truth);
 }
 END_TEST
 
@@ -270,7 +296,7 @@ START_TEST(test_edge_past_the_depth_is_measured)
     ck_assert_uint_eq(sizing_depth(), 16);
     uniform_gets(cls, nkeys, 30000, &seed);
     slabs[cls] = 20;
-    sizing_edges(slabs, edge, cls);
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
     ck_assert_msg(edge[cls].last > 500.0 && edge[cls].last * edge[cls].last > edge[cls].last_var,
                   "last %f, variance %f", edge[cls].last, edge[cls].last_var);
 }
@@ -349,6 +375,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_sampled_estimate_is_close);
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
+    tcase_add_test(tc, test_edges_do_not_pool_past_the_keys);
     tcase_add_test(tc, test_edge_past_the_depth_is_measured);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
