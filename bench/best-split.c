@@ -27,7 +27,14 @@
  * and a class resized at the start of the window holds its top s x items
  * keys at once (with clock: holds what that policy would hold had the class
  * always had s slabs; a slab moved by a real server arrives empty), so right
- * after a shift it is optimistic; items of one class are assumed to fit
+ * after a shift it is optimistic. The lru model also prints a "carried"
+ * split per window: the same choice with hindsight, but each class starts
+ * the window with only the keys it held under the previous window's
+ * carried split (the first window's: its best), so a class that grows
+ * fills its new memory one miss at a time, as a real cache's does: a get
+ * of a key last requested before the window hits only if its distance is
+ * below the class's new size and the key's place in the stack when the
+ * window began was below the old one (up to 1024 slabs); items of one class are assumed to fit
  * chunks_per_page to the slab (all a tenant's items have one size:
  * tenants.h pads key numbers). Tenants whose values fall in the same class
  * share its LRU list and slabs.
@@ -61,6 +68,7 @@
 
 #define MAX_PHASES  64
 #define MAX_SLABS   1000000
+#define MAX_CARRIED 1024        /* slabs up to which "carried" is computed */
 
 struct phase {
     char name[64];
@@ -271,14 +279,46 @@ struct window_result {
     uint64_t gets;
     uint64_t tenant_gets[TENANTS_MAX];
     uint64_t *hist[TENANTS_MAX];        /* per tenant: distance -> gets */
+    /* per tenant, gets of keys last requested before the window that hit
+     * at some size: [distance in slabs][stack place at the window's start
+     * in slabs, slabs for beyond], (slabs + 1) x (slabs + 1) */
+    uint64_t *old[TENANTS_MAX];
 };
 
+static bool
+carried_on(void)
+{
+    return !model_clock && slabs <= MAX_CARRIED;
+}
+
 static struct window_result results[MAX_PHASES];
+
+/* A window begins: each key's place in its class's stack, and the times. */
+static void
+carried_start(struct window_result *r, uint32_t **last, uint32_t **place0, uint64_t *start)
+{
+    for (unsigned c = 0; c < nclasses; c++) {
+        start[c] = classes[c].now;
+    }
+    for (unsigned t = 0; t < base.n; t++) {
+        struct klass *k = &classes[class_of[t]];
+        uint64_t top = bit_sum(k, k->now);
+
+        r->old[t] = xcalloc((slabs + 1) * (slabs + 1), sizeof(uint64_t));
+        for (uint64_t key = 0; key < base.t[t].keys; key++) {
+            uint64_t d0 = last[t][key] != 0 ? top - bit_sum(k, last[t][key]) : UINT32_MAX;
+
+            place0[t][key] = (uint32_t)(d0 < UINT32_MAX ? d0 : UINT32_MAX);
+        }
+    }
+}
 
 static void
 replay(void)
 {
     uint32_t *last[TENANTS_MAX];        /* per key: class-local time, 0 never */
+    uint32_t *place0[TENANTS_MAX];      /* per key: its stack place as the window began */
+    uint64_t start[TENANTS_MAX];        /* per class: its time as the window began */
     unsigned p, t, c;
 
     /* pass 1: accesses per class, for the trees' sizes */
@@ -299,6 +339,7 @@ replay(void)
     }
     for (t = 0; t < base.n; t++) {
         last[t] = xcalloc(base.t[t].keys, sizeof(uint32_t));
+        place0[t] = carried_on() ? xcalloc(base.t[t].keys, sizeof(uint32_t)) : NULL;
     }
     /* pass 2: stack distances */
     for (p = 0; p < nphases; p++) {
@@ -307,6 +348,9 @@ replay(void)
         if (phases[p].measured) {
             for (t = 0; t < base.n; t++) {
                 r->hist[t] = xcalloc(classes[class_of[t]].cap, sizeof(uint64_t));
+            }
+            if (carried_on()) {
+                carried_start(r, last, place0, start);
             }
         }
         for (uint64_t i = 0; i < phases[p].gets; i++) {
@@ -324,6 +368,12 @@ replay(void)
 
                     if (d < k->cap) {
                         r->hist[tn][d]++;
+                        if (r->old[tn] != NULL && prev <= start[class_of[tn]]) {
+                            uint64_t d0 = place0[tn][key] / k->per_slab;
+
+                            d0 = d0 < slabs ? d0 : slabs;
+                            r->old[tn][(d / k->per_slab) * (slabs + 1) + d0]++;
+                        }
                     }
                 }
             }
@@ -336,6 +386,7 @@ replay(void)
     }
     for (t = 0; t < base.n; t++) {
         free(last[t]);
+        free(place0[t]);
     }
     for (c = 0; c < nclasses; c++) {
         free(classes[c].bit);
@@ -573,6 +624,28 @@ tenant_hits(const struct window_result *r)
     return h;
 }
 
+/* th less, for each tenant, the gets of keys its class did not hold when
+ * the window began with carry[class] slabs. */
+static uint64_t **
+carried_hits(const struct window_result *r, uint64_t **th, const unsigned long *carry)
+{
+    uint64_t **h = xcalloc(base.n, sizeof(*h));
+
+    for (unsigned t = 0; t < base.n; t++) {
+        unsigned long had = carry[class_of[t]];
+        uint64_t lost = 0;
+
+        h[t] = xcalloc(slabs + 1, sizeof(uint64_t));
+        for (unsigned long s = 1; s <= slabs; s++) {
+            for (unsigned long d0 = had; d0 <= slabs; d0++) {
+                lost += r->old[t][(s - 1) * (slabs + 1) + d0];
+            }
+            h[t][s] = th[t][s] - lost;
+        }
+    }
+    return h;
+}
+
 /* Best split for one window: dynamic programme over classes x slabs. */
 static uint64_t
 best(uint64_t **th, unsigned long *split)
@@ -708,7 +781,7 @@ main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    unsigned long fixed[TENANTS_MAX];
+    unsigned long fixed[TENANTS_MAX], carry[TENANTS_MAX];
     bool first = true;
     char err[256];
     unsigned p, c;
@@ -780,6 +853,16 @@ main(int argc, char **argv)
         th = tenant_hits(&results[p]);
         best(th, split);
         print_window(&phases[p], &results[p], th, "best", split, first);
+        if (carried_on()) {
+            uint64_t **cth = carried_hits(&results[p], th, first ? split : carry);
+
+            best(cth, carry);
+            print_window(&phases[p], &results[p], cth, "carried", carry, false);
+            for (unsigned t = 0; t < base.n; t++) {
+                free(cth[t]);
+            }
+            free(cth);
+        }
         first = false;
         if (fixed_spec) {
             print_window(&phases[p], &results[p], th, "fixed", fixed, false);
@@ -787,6 +870,7 @@ main(int argc, char **argv)
         for (unsigned t = 0; t < base.n; t++) {
             free(th[t]);
             free(results[p].hist[t]);   /* NULL with --model clock */
+            free(results[p].old[t]);
         }
         free(th);
     }
