@@ -27,7 +27,8 @@
  * halved every time the sample has seen a quarter as many sampled gets
  * as it can hold keys (SIZING_WINDOW_DIV), so it follows a workload that
  * changes. The long one is halved SIZING_LONG_WINDOWS times less often and
- * holds that many times the evidence: a class with a small share of the
+ * holds that many times the evidence, as deep as a class's edges can lie
+ * (-m's slabs and a pool past them): a class with a small share of the
  * gets, sampled coarsely, has a few sampled gets a slab in the short
  * window, too few to tell its slabs' worth from another class's (the rule
  * in evict_auto.c says when each is used).

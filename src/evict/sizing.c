@@ -41,7 +41,7 @@ struct sz_class {
     uint32_t  n;                /* entries */
     uint32_t  rate0;            /* threshold at shift 0 */
     double   *hist;             /* weighted gets by distance in slabs; [depth]: beyond */
-    double   *hist_long;        /* the same over the long window */
+    double   *hist_long;        /* the same over the long window; [long_depth]: beyond */
     double    gets;             /* weighted gets, all of them */
     double    cold;             /* weighted gets of keys not in the sample */
 };
@@ -59,6 +59,7 @@ static _Atomic uint32_t thresh[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t miss_thresh;
 static unsigned         shift;
 static uint32_t         depth;          /* slabs followed per class */
+static uint32_t         long_depth;     /* by the long histograms: -m's slabs and a pool */
 static size_t           budget;
 static size_t           bytes;
 static uint64_t         window_gets;
@@ -354,9 +355,9 @@ entry_new(uint32_t hv, uint8_t cls)
 /* --- the histograms ----------------------------------------------------- */
 
 static void
-hist_halve(double *h)
+hist_halve(double *h, uint32_t top)
 {
-    for (uint32_t b = 0; b <= depth; b++) {
+    for (uint32_t b = 0; b <= top; b++) {
         h[b] *= 0.5;
     }
 }
@@ -373,9 +374,9 @@ window_halve(void)
         if (c->hist == NULL) {
             continue;
         }
-        hist_halve(c->hist);
+        hist_halve(c->hist, depth);
         if (long_too) {
-            hist_halve(c->hist_long);
+            hist_halve(c->hist_long, long_depth);
         }
         c->gets *= 0.5;
         c->cold *= 0.5;
@@ -389,13 +390,14 @@ hist_ready(uint8_t cls)
     struct sz_class *c = &classes[cls];
 
     if (c->hist == NULL) {
-        double *h = calloc(2 * ((size_t)depth + 1), sizeof(*h));
+        size_t n = (size_t)depth + 1 + long_depth + 1;
+        double *h = calloc(n, sizeof(*h));
         if (h == NULL) {
             return false;
         }
         c->hist = h;
         c->hist_long = h + depth + 1;
-        bytes += 2 * ((size_t)depth + 1) * sizeof(*h);
+        bytes += n * sizeof(*h);
     }
     return true;
 }
@@ -416,9 +418,8 @@ note_get(uint8_t cls, uint32_t e)
         uint32_t dist = c->n - fen_prefix(c, ents[e].t);
         double ps = per_slab(cls);
         double b = ps > 0 ? dist / ps : depth;
-        uint32_t at = b < depth ? (uint32_t)b : depth;
-        c->hist[at] += w;
-        c->hist_long[at] += w;
+        c->hist[b < depth ? (uint32_t)b : depth] += w;
+        c->hist_long[b < long_depth ? (uint32_t)b : long_depth] += w;
     }
     if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV + 1) {
         window_gets = 0;
@@ -480,14 +481,14 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
 /* --- queries ------------------------------------------------------------ */
 
 static double
-hist_sum(const double *hist, uint32_t from, uint32_t to)
+hist_sum(const double *hist, uint32_t top, uint32_t from, uint32_t to)
 {
     double sum = 0.0;
 
     if (hist == NULL) {
         return 0.0;
     }
-    to = to > depth ? depth + 1 : to;
+    to = to > top ? top + 1 : to;
     for (uint32_t b = from; b < to; b++) {
         sum += hist[b];
     }
@@ -498,7 +499,7 @@ double
 sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var)
 {
     pthread_mutex_lock(&sz_lock);
-    double sum = hist_sum(classes[cls].hist, from, to);
+    double sum = hist_sum(classes[cls].hist, depth, from, to);
     if (var != NULL) {
         *var = sum * weight(cls);
     }
@@ -571,6 +572,7 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
     for (unsigned i = 1; i <= ncls && i <= SLAB_CLASS_MAX; i++) {
         const struct sz_class *c = &classes[i];
         const double *hist = win == SIZING_LONG ? c->hist_long : c->hist;
+        uint32_t top = win == SIZING_LONG ? long_depth : depth;
         double w = weight((uint8_t)i);
         uint32_t s = slabs[i];
         double ps = per_slab((uint8_t)i);
@@ -581,23 +583,23 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
          * curve is concave), so it keeps its memory rather than give it
          * away as unmeasured. */
         if (s > 0) {
-            edge_pool(hist, (s <= depth ? s : depth) - 1, 0, true, w, &out[i].last,
+            edge_pool(hist, (s <= top ? s : top) - 1, 0, true, w, &out[i].last,
                       &out[i].last_var);
         }
-        if (s < depth) {
+        if (s < top) {
             /* No get has a distance past the keys the sample holds
              * (reach): the slabs past them lie outside the curve, not at
              * a low level of it, and are not pooled with the slabs
              * before them. */
             uint32_t end = (uint32_t)out[i].reach;
             end += (double)end < out[i].reach ? 1 : 0;
-            end = end <= s ? s + 1 : end < depth ? end : depth;
+            end = end <= s ? s + 1 : end < top ? end : top;
             edge_pool(hist, s, end, false, w, &out[i].next, &out[i].next_var);
         } else {
             /* At the depth followed, the bucket of everything beyond it
              * (nearly empty: keys past the depth leave the sample); past
              * it, nothing. */
-            out[i].next = hist_sum(hist, s, s + 1);
+            out[i].next = hist_sum(hist, top, s, s + 1);
             out[i].next_var = out[i].next * w;
         }
     }
@@ -714,11 +716,15 @@ sizing_setup(size_t limit, uint32_t slabs)
     budget = limit / 100 * SIZING_BUDGET_PCT;
     /* The histograms take at most a quarter of the budget: with small
      * slabs (-I) the curve stops short of 4x -m rather than leave no
-     * room for keys. */
+     * room for keys. The long ones, beside that quarter, follow only as
+     * far as a class's edges can lie: -m's slabs and a pool past them. */
     uint64_t want = (uint64_t)SIZING_DEPTH * (slabs > 0 ? slabs : 1);
-    uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * 2 * sizeof(double));
+    uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * sizeof(double));
     depth = (uint32_t)(want < room ? want : room > 1 ? room - 1 : 1);
-    fixed = (size_t)ncls * (2 * ((size_t)depth + 1) * sizeof(double) + 8 * SZ_MIN_CAP);
+    uint64_t lwant = (uint64_t)(slabs > 0 ? slabs : 1) + SIZING_POOL_SLABS;
+    long_depth = (uint32_t)(lwant < depth ? lwant : depth);
+    fixed = (size_t)ncls * (((size_t)depth + 1 + long_depth + 1) * sizeof(double) +
+                            8 * SZ_MIN_CAP);
     nents = budget > fixed + 64 * per_entry ? (uint32_t)((budget - fixed) / per_entry) : 64;
     uint32_t nb = 1;
     while (nb < nents) {
