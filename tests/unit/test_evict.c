@@ -1228,6 +1228,32 @@ START_TEST(test_auto_long_window_shows_a_coarse_class_s_worth)
 END_TEST
 
 /*
+ * Two classes whose slabs earn the same, with windows that end: the long
+ * window, asked whenever the short one leans one way, moves no more than
+ * the noise allows (a move in at most 1 of 20 draws, each way).
+ */
+START_TEST(test_auto_long_window_equal_classes_do_not_trade)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    unsigned draws = 20, to_a = 0, to_b = 0;
+
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (uint64_t draw = 1; draw <= draws; draw++) {
+        uint64_t seed = draw * 0x2545f4914f6cdd1dull;
+        ck_assert_int_eq(sizing_setup(SHORT_WINDOWS_LIMIT, NSLABS), 0);
+        /* Both over 8 slabs' worth of keys, the same gets a slab. */
+        measure_two(a, 8, 8 * 1000, b, 8, 8 * 1000, &seed);
+        evict_auto_note_move();
+        to_a += evict_auto_donor(a, false) == b;
+        to_b += evict_auto_donor(b, false) == a;
+    }
+    ck_assert_msg(to_a <= 1 && to_b <= 1, "moves to A in %u, to B in %u of %u draws", to_a, to_b,
+                  draws);
+}
+END_TEST
+
+/*
  * The long window remembers a shift's past: A was read much, then nobody
  * reads A and B is read. The long window still shows A's next slab above
  * B's last beyond the noise; the short one shows the gets since, and no
@@ -1573,6 +1599,7 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_asks_a_dearer_donor_measured_finely);
     tcase_add_test(tc, test_auto_long_window_shows_a_coarse_class_s_worth);
     tcase_add_test(tc, test_auto_long_window_does_not_undo_a_shift);
+    tcase_add_test(tc, test_auto_long_window_equal_classes_do_not_trade);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
