@@ -29,12 +29,14 @@
  * always had s slabs; a slab moved by a real server arrives empty), so right
  * after a shift it is optimistic. The lru model also prints a "carried"
  * split per window: the same choice with hindsight, but each class starts
- * the window with only the keys it held under the previous window's
- * carried split (the first window's: its best), so a class that grows
- * fills its new memory one miss at a time, as a real cache's does: a get
- * of a key last requested before the window hits only if its distance is
- * below the class's new size and the key's place in the stack when the
- * window began was below the old one (up to 1024 slabs); items of one class are assumed to fit
+ * the window with at most the keys its stack held within the previous
+ * window's carried size (the first window's: its best), so a class that
+ * grows fills its new memory one miss at a time, as a real cache's does:
+ * a get of a key last requested before the window hits only if its
+ * distance is below the class's new size and the key's place in the
+ * stack when the window began was below the old size (up to 1024 slabs).
+ * A class that grew in the window before and had not filled held fewer,
+ * so "carried" is still optimistic, less so; items of one class are assumed to fit
  * chunks_per_page to the slab (all a tenant's items have one size:
  * tenants.h pads key numbers). Tenants whose values fall in the same class
  * share its LRU list and slabs.
@@ -738,7 +740,7 @@ print_window(const struct phase *p, const struct window_result *r,
         printf("]}");
         return;
     }
-    printf("%-12s %-6s hit ratio %.4f (%" PRIu64 "/%" PRIu64 ")  slabs",
+    printf("%-12s %-7s hit ratio %.4f (%" PRIu64 "/%" PRIu64 ")  slabs",
            p->name, label, r->gets ? (double)hits / (double)r->gets : 0.0,
            hits, r->gets);
     for (c = 0; c < nclasses; c++) {

@@ -27,8 +27,9 @@
  * halved every time the sample has seen a quarter as many sampled gets
  * as it can hold keys (SIZING_WINDOW_DIV), so it follows a workload that
  * changes. The long one is halved SIZING_LONG_WINDOWS times less often and
- * holds that many times the evidence, as deep as a class's edges can lie
- * (-m's slabs and a pool past them): a class with a small share of the
+ * holds that many times the evidence, as deep as a class's edges lie at
+ * the -m set at start (its slabs and a pool past them; past that it makes
+ * no claim): a class with a small share of the
  * gets, sampled coarsely, has a few sampled gets a slab in the short
  * window, too few to tell its slabs' worth from another class's (the rule
  * in evict_auto.c says when each is used).
@@ -79,13 +80,15 @@ struct sizing_edge {
     double reach;               /* slabs' worth of the class's keys the sample
                                    holds: how deep its stack is known */
 };
-typedef enum { SIZING_SHORT, SIZING_LONG } sizing_window_t;
+typedef enum sizing_window { SIZING_SHORT, SIZING_LONG } sizing_window_t;
 /* For classes 1..ncls at slabs[c] slabs each, from one window's
  * histograms, under one lock. */
 void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
                       sizing_window_t win);
 
 /*
+ * The queries below read the short window.
+ *
  * Estimated gets (decayed) at stack distance [from, to) slabs in cls;
  * *var (may be NULL) receives the estimate's variance (sampling noise).
  * to past the followed depth includes everything beyond it.

@@ -595,6 +595,11 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
             end += (double)end < out[i].reach ? 1 : 0;
             end = end <= s ? s + 1 : end < top ? end : top;
             edge_pool(hist, s, end, false, w, &out[i].next, &out[i].next_var);
+        } else if (win == SIZING_LONG) {
+            /* Past -m and its pool (-m raised at run time): the long
+             * window's last bucket holds every get out to the short
+             * one's depth, not one slab's, and it makes no claim. */
+            out[i].next = out[i].next_var = 0.0;
         } else {
             /* At the depth followed, the bucket of everything beyond it
              * (nearly empty: keys past the depth leave the sample); past
@@ -714,10 +719,11 @@ sizing_setup(size_t limit, uint32_t slabs)
     sizing_teardown();
     pthread_mutex_lock(&sz_lock);
     budget = limit / 100 * SIZING_BUDGET_PCT;
-    /* The histograms take at most a quarter of the budget: with small
-     * slabs (-I) the curve stops short of 4x -m rather than leave no
-     * room for keys. The long ones, beside that quarter, follow only as
-     * far as a class's edges can lie: -m's slabs and a pool past them. */
+    /* The short histograms take at most a quarter of the budget: with
+     * small slabs (-I) the curve stops short of 4x -m rather than leave
+     * no room for keys. The long ones, beside that quarter, follow only
+     * as far as a class's edges lie at the -m set here: its slabs and a
+     * pool past them (at most as far as the short ones). */
     uint64_t want = (uint64_t)SIZING_DEPTH * (slabs > 0 ? slabs : 1);
     uint64_t room = budget / 4 / ((size_t)(ncls > 0 ? ncls : 1) * sizeof(double));
     depth = (uint32_t)(want < room ? want : room > 1 ? room - 1 : 1);

@@ -1282,6 +1282,7 @@ START_TEST(test_auto_long_window_does_not_undo_a_shift)
     ck_assert_msg(window_shows(&edge_long[a], &edge_long[b]), "long: A next %f, B last %f",
                   edge_long[a].next, edge_long[b].last);
     ck_assert_uint_eq(evict_auto_donor(a, false), 0);
+    ck_assert_uint_eq(evict_auto_donor(a, true), b);    /* B could give */
 }
 END_TEST
 

@@ -280,6 +280,33 @@ START_TEST(test_edges_do_not_pool_past_the_keys)
 END_TEST
 
 /*
+ * The long window follows a class's stack only to the slabs of the -m it
+ * was set up for and a pool past them (4 + 8 here); a class that holds
+ * that many slabs (memory raised at run time) gets no figure for its next
+ * slab from it, not the bucket of every get beyond, which the short
+ * window still follows slab by slab.
+ */
+START_TEST(test_long_window_makes_no_claim_past_its_depth)
+{
+    uint8_t cls = full_rate_class();
+    uint32_t per = slab_class_perslab(cls);
+    uint64_t seed = 99;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1];
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);        /* short: 16 slabs deep */
+    uniform_gets(cls, 16 * per, 16 * 200, &seed);
+    slabs[cls] = 12;
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
+    ck_assert_msg(edge[cls].next > 0.0, "short next %f", edge[cls].next);
+    sizing_edges(slabs, edge, cls, SIZING_LONG);
+    ck_assert_msg(edge[cls].next == 0.0 && edge[cls].next_var == 0.0, "long next %f",
+                  edge[cls].next);
+    ck_assert_msg(edge[cls].last > 0.0, "long last %f", edge[cls].last);
+}
+END_TEST
+
+/*
  * A class holding more slabs than the depth followed (16 here) is valued
  * by its deepest measured slabs, not as unmeasured: its slabs would
  * otherwise go to any class that asks.
@@ -376,6 +403,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
     tcase_add_test(tc, test_edges_do_not_pool_past_the_keys);
+    tcase_add_test(tc, test_long_window_makes_no_claim_past_its_depth);
     tcase_add_test(tc, test_edge_past_the_depth_is_measured);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
