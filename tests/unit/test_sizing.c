@@ -194,6 +194,27 @@ START_TEST(test_sampled_estimate_is_close)
 END_TEST
 
 /*
+ * Class 1, sampled coarsely (13,107 items a slab, about 1 key in 100
+ * sampled), gets uniform over key_slabs slabs' worth of its keys with no
+ * halving; its edges read at `at` slabs into edge (of SLAB_CLASS_MAX + 1).
+ */
+static uint8_t
+coarse_uniform_edges(uint32_t key_slabs, uint32_t gets, uint64_t seed, uint32_t at,
+                     struct sizing_edge *edge)
+{
+    uint8_t cls = 1;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+
+    ck_assert_uint_gt(slab_class_perslab(cls), 100 * SIZING_PER_SLAB / 2);
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    uniform_gets(cls, key_slabs * slab_class_perslab(cls), gets, &seed);
+    ck_assert_uint_eq(state().shift, 0);
+    slabs[cls] = at;
+    sizing_edges(slabs, edge, cls, SIZING_SHORT);
+    return cls;
+}
+
+/*
  * A class sampled coarsely (class 1: 13,107 items a slab, about 1 key in
  * 100 sampled) has a few sampled gets per slab: the estimate of its last
  * and next slabs pools the slabs beside them, so its noise stays near a
@@ -201,20 +222,11 @@ END_TEST
  */
 START_TEST(test_edges_pool_a_coarsely_sampled_class)
 {
-    uint8_t cls = 1;
-    uint32_t per = slab_class_perslab(cls), nkeys = 16 * per, gets = 16 * 4 * 103;
-    uint64_t seed = 0xabcdefull;
-    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    uint32_t gets = 16 * 4 * 103;
     struct sizing_edge edge[SLAB_CLASS_MAX + 1];
-
-    ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
-    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);       /* no halving */
     /* Uniform over 16 slabs' worth of keys: each slab of the curve earns
      * gets / 16, about 4 sampled gets. */
-    uniform_gets(cls, nkeys, gets, &seed);
-    ck_assert_uint_eq(state().shift, 0);
-    slabs[cls] = 8;
-    sizing_edges(slabs, edge, cls, SIZING_SHORT);
+    uint8_t cls = coarse_uniform_edges(16, gets, 0xabcdefull, 8, edge);
     double truth = gets / 16.0;
     ck_assert_msg(edge[cls].last_var <= edge[cls].last * edge[cls].last / 16,
                   "last %f, sd %f", edge[cls].last, sqrt(edge[cls].last_var));
@@ -261,17 +273,9 @@ END_TEST
  */
 START_TEST(test_edges_do_not_pool_past_the_keys)
 {
-    uint8_t cls = 1;
-    uint32_t per = slab_class_perslab(cls), nkeys = 5 * per, gets = 5 * 8 * 103;
-    uint64_t seed = 0x5eedull;
-    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    uint32_t gets = 5 * 8 * 103;                            /* about 8 sampled a slab */
     struct sizing_edge edge[SLAB_CLASS_MAX + 1];
-
-    ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
-    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);       /* no halving */
-    uniform_gets(cls, nkeys, gets, &seed);                  /* about 8 sampled a slab */
-    slabs[cls] = 3;
-    sizing_edges(slabs, edge, cls, SIZING_SHORT);
+    uint8_t cls = coarse_uniform_edges(5, gets, 0x5eedull, 3, edge);
     double truth = gets / 5.0;
     ck_assert_msg(edge[cls].reach < 6.0, "reach %f", edge[cls].reach);
     ck_assert_msg(fabs(edge[cls].next - truth) <= 3 * sqrt(edge[cls].next_var),
