@@ -12,9 +12,10 @@
  * (pooled with the slabs beside them where one slab holds too few sampled
  * gets), and a 10 KB class and a 100 B class compare per byte (every slab
  * is the same size). A class whose last slab's estimate rests on less
- * than one sampled get earns nothing: like an empty slab its slab goes to
- * whoever needs memory, which is how a workload that moves to new keys of
- * a new size (only sets, at first) takes over the memory of the old one.
+ * than one sampled get, in the short window and the long one, earns
+ * nothing: like an empty slab its slab goes to whoever needs memory,
+ * which is how a workload that moves to new keys of a new size (only
+ * sets, at first) takes over the memory of the old one.
  *
  * The pace is the measurement's: nothing moves until a difference stands
  * out of the noise, and then a slab moves at each eviction while it does,
@@ -26,7 +27,8 @@
  * a shift, and failing that on the long one, which holds more evidence
  * of a class with a small share of the gets -- but only when the short
  * window points the same way: evidence from before a shift must not
- * undo what the gets since show.
+ * undo what the gets since show. A donor the short window holds no
+ * evidence of (blank at its last slab) is judged on the long one alone.
  *
  * Reading every class's figures costs a lock and a pass over the classes,
  * so they are read at most every AUTO_VIEW_MS, and again after a move.
@@ -145,12 +147,16 @@ edge_gain(const struct sizing_edge *to, const struct sizing_edge *from, bool *su
  * of the short window's estimates or, when the short window leans that
  * way, of the long window's.
  *
- * A donor whose last slab shows no sampled get earns nothing when the
- * sample knows the donor's keys that deep (they were stored or read since
- * it began): no get behind them is then evidence. A stack known only a few
- * slabs deep says nothing of the slabs past it: after a warm restart every
- * class is full and its keys are not in the sample yet, and taking their
- * slabs would drop what the restart kept.
+ * A donor whose last slab shows less than one sampled get in the short
+ * window is judged on the long one alone: a class sampled coarsely, with
+ * a small share of the gets, goes blank in the short window now and then
+ * while it still earns, and a blank is no evidence that it does not.
+ * Blank in both windows, it earns nothing when the sample knows the
+ * donor's keys that deep (they were stored or read since it began): no
+ * get behind them is then evidence. A stack known only a few slabs deep says nothing of
+ * the slabs past it: after a warm restart every class is full and its
+ * keys are not in the sample yet, and taking their slabs would drop what
+ * the restart kept.
  */
 static bool
 move_pays(uint8_t cls, uint8_t donor)
@@ -159,6 +165,10 @@ move_pays(uint8_t cls, uint8_t donor)
     bool sure, sure_long;
 
     if (edge_unmeasured(from)) {
+        if (!edge_unmeasured(&view.edge_long[donor])) {
+            (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
+            return sure_long;
+        }
         uint32_t s = view.slabs[donor];
         uint32_t known = s < sizing_depth() ? s : sizing_depth();
         return from->reach + 1.0 >= (double)known;

@@ -1286,6 +1286,51 @@ START_TEST(test_auto_long_window_does_not_undo_a_shift)
 }
 END_TEST
 
+/*
+ * A class sampled coarsely (A: 4 MB slabs of 80-byte chunks, about 1 key
+ * in 800 once the sample is full) whose slabs earn half again what B's
+ * next would, but with so small a share of the sampled gets that its
+ * short window often holds less than one of them: unmeasured there. The
+ * long window holds a few, and it, not the blank short one, decides: B
+ * takes no slab from A in any draw, though in about a third A's short
+ * window is blank (and B took one in each of those before).
+ */
+START_TEST(test_auto_long_window_keeps_a_coarse_class_s_slab)
+{
+    uint8_t a, b;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1], edge_long[SLAB_CLASS_MAX + 1];
+    unsigned draws = 30, blank = 0, taken = 0;
+
+    teardown();
+    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
+    a = cls_of(SMALL_LEN);
+    b = cls_of(LARGE_LEN);
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+    for (uint64_t draw = 1; draw <= draws; draw++) {
+        uint64_t seed = draw * 0xd1342543de82ef95ull;
+        ck_assert_int_eq(sizing_setup(SHORT_WINDOWS_LIMIT, NSLABS), 0);
+        /* A's keys over its 4 slabs, B's over 12: 1,500 and 1,000 gets
+         * a slab. */
+        measure_two(a, 4, 6000, b, 12, 12000, &seed);
+        evict_auto_note_move();
+        sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
+        sizing_edges(slabs, edge_long, slab_class_count(), SIZING_LONG);
+        ck_assert_msg(donor_value(&edge_long[a]) > 0.0, "draw %u: A's long window is blank",
+                      (unsigned)draw);
+        blank += donor_value(&edge[a]) == 0.0;
+        taken += evict_auto_donor(b, false) == a;
+    }
+    ck_assert_msg(blank > 0, "A's short window was measured in all %u draws", draws);
+    ck_assert_msg(taken == 0, "B took A's slab in %u of %u draws (%u blank)", taken, draws,
+                  blank);
+}
+END_TEST
+
 /* Two classes whose next and last slabs earn the same trade nothing. */
 START_TEST(test_auto_equal_classes_do_not_trade)
 {
@@ -1601,6 +1646,7 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_long_window_shows_a_coarse_class_s_worth);
     tcase_add_test(tc, test_auto_long_window_does_not_undo_a_shift);
     tcase_add_test(tc, test_auto_long_window_equal_classes_do_not_trade);
+    tcase_add_test(tc, test_auto_long_window_keeps_a_coarse_class_s_slab);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
