@@ -94,14 +94,19 @@ void     sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned n
  * to past the followed depth includes everything beyond it.
  */
 double   sizing_hits(uint8_t cls, uint32_t from, uint32_t to, double *var);
-/* Estimated gets of cls in the window, and those of keys not in the sample. */
+/* Estimated gets of cls in the window (calibrated, as the curve's). */
 double   sizing_gets(uint8_t cls);
 /*
  * The hit ratio the measured gets would have with `slabs` slabs divided
  * among the classes at best (greedy on each class's curve, looking a few
  * slabs ahead past flat stretches), and that division: split[c] slabs for
- * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Gets of keys not in
- * the sample are misses at every size.
+ * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Each class's curve is
+ * calibrated by its hits, counted at every get: the sample's estimate of
+ * its hits at its current size is made the counted figure, the difference
+ * put in its first slab (a fixed-hash sample holds a class's hot keys or
+ * does not, and that moves its level, not the shape past its first slab).
+ * Misses of keys no sample holds (first requests) are misses at every
+ * size, estimated from the keys every class would sample.
  */
 double   sizing_curve(uint32_t slabs, uint32_t *split);
 /* The stacks' depth in slabs (SIZING_DEPTH x the slabs of -m). */

@@ -44,6 +44,24 @@ struct sz_class {
     double   *hist_long;        /* the same over the long window; [long_depth]: beyond */
     double    gets;             /* weighted gets, all of them */
     double    cold;             /* weighted gets of keys not in the sample */
+    double    hits;             /* hits counted (every one), decayed as hist */
+    uint64_t  hits_mark;        /* the tallies' sum when the last short window ended */
+    double    hits_sampled;     /* the sample's estimate of the same hits: gets
+                                   whose distance was within the class's slabs
+                                   when they came */
+};
+
+/*
+ * Every hit, counted per class by the thread that served it: the sample
+ * weighs a class by the keys it happens to hold, and one hot key sampled
+ * (or not) moves a class's estimate of all its gets by a quarter or more
+ * (test_sizing `test_curve_is_calibrated_by_counted_hits`). A thread's
+ * tally is written only by that thread; others read it at a window's end.
+ * Tallies are never freed: one per thread that ever served a get.
+ */
+struct sz_tally {
+    _Atomic uint64_t  hits[SLAB_CLASS_MAX + 1];
+    struct sz_tally  *next;
 };
 
 static pthread_mutex_t  sz_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -57,6 +75,7 @@ static uint32_t         bucket_mask;
 static struct sz_class  classes[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t thresh[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t miss_thresh;
+static uint32_t         unseen_thresh;  /* the lowest class rate: see sizing_ref */
 static unsigned         shift;
 static uint32_t         depth;          /* slabs followed per class */
 static uint32_t         long_depth;     /* by the long histograms: -m's slabs and a pool */
@@ -65,6 +84,9 @@ static size_t           bytes;
 static uint64_t         window_gets;
 static unsigned         short_windows;  /* since the long histograms last halved */
 static double           unseen;         /* weighted misses of keys not in the sample */
+static _Atomic(struct sz_tally *) tallies;
+static _Atomic size_t   tally_bytes;
+static _Thread_local struct sz_tally *tally_mine;
 
 /* 24 bits of the hash, mixed so they do not follow the hash table's bucket. */
 static inline uint32_t
@@ -293,13 +315,15 @@ drop_oldest(uint8_t cls)
 static void
 miss_thresh_update(void)
 {
-    uint32_t top = 0;
+    uint32_t top = 0, low = UINT32_MAX;
 
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
         uint32_t t = atomic_load(&thresh[i]);
         top = t > top ? t : top;
+        low = t > 0 && t < low ? t : low;
     }
     atomic_store(&miss_thresh, top);
+    unseen_thresh = low == UINT32_MAX ? 0 : low;
 }
 
 /* The sample outgrew its memory: halve every rate, drop the keys past it. */
@@ -352,6 +376,46 @@ entry_new(uint32_t hv, uint8_t cls)
     return e;
 }
 
+/* --- counted hits ------------------------------------------------------- */
+
+static void
+tally_hit(uint8_t cls)
+{
+    struct sz_tally *t = tally_mine;
+
+    if (t == NULL) {
+        t = calloc(1, sizeof(*t));
+        if (t == NULL) {
+            return;
+        }
+        t->next = atomic_load(&tallies);
+        while (!atomic_compare_exchange_weak(&tallies, &t->next, t)) {
+        }
+        tally_mine = t;
+        atomic_fetch_add(&tally_bytes, sizeof(*t));
+    }
+    uint64_t n = atomic_load_explicit(&t->hits[cls], memory_order_relaxed);
+    atomic_store_explicit(&t->hits[cls], n + 1, memory_order_relaxed);
+}
+
+static uint64_t
+tally_sum(uint8_t cls)
+{
+    uint64_t sum = 0;
+
+    for (struct sz_tally *t = atomic_load(&tallies); t != NULL; t = t->next) {
+        sum += atomic_load_explicit(&t->hits[cls], memory_order_relaxed);
+    }
+    return sum;
+}
+
+/* The hits counted in cls over the short window, decayed as its histogram. */
+static double
+hits_counted(const struct sz_class *c, uint8_t cls)
+{
+    return c->hits + (double)(tally_sum(cls) - c->hits_mark);
+}
+
 /* --- the histograms ----------------------------------------------------- */
 
 static void
@@ -378,6 +442,11 @@ window_halve(void)
         if (long_too) {
             hist_halve(c->hist_long, long_depth);
         }
+        uint64_t sum = tally_sum((uint8_t)i);
+        double since = (double)(sum - c->hits_mark);
+        c->hits_mark = sum;
+        c->hits = (c->hits + since) * 0.5;
+        c->hits_sampled *= 0.5;
         c->gets *= 0.5;
         c->cold *= 0.5;
     }
@@ -397,6 +466,7 @@ hist_ready(uint8_t cls)
         }
         c->hist = h;
         c->hist_long = h + depth + 1;
+        c->hits_mark = tally_sum(cls);
         bytes += n * sizeof(*h);
     }
     return true;
@@ -420,6 +490,7 @@ note_get(uint8_t cls, uint32_t e)
         double b = ps > 0 ? dist / ps : depth;
         c->hist[b < depth ? (uint32_t)b : depth] += w;
         c->hist_long[b < long_depth ? (uint32_t)b : long_depth] += w;
+        c->hits_sampled += b < (double)slab_class_slabs(cls) ? w : 0.0;
     }
     if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV + 1) {
         window_gets = 0;
@@ -444,6 +515,10 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
 {
     uint32_t s = sample_of(hv);
 
+    if (kind == ITEM_REF_HIT && cls != 0) {
+        tally_hit(cls);
+    }
+
     if (kind == ITEM_REF_MISS ? s >= atomic_load_explicit(&miss_thresh, memory_order_relaxed)
                             : cls == 0 ||
                               s >= atomic_load_explicit(&thresh[cls], memory_order_relaxed)) {
@@ -458,11 +533,13 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
     }
     uint32_t e = entry_find(hv);
     if (kind == ITEM_REF_MISS) {
-        /* A key in the sample: its class is the one it was last seen in. */
+        /* A key in the sample: its class is the one it was last seen in.
+         * A key in none is counted as unseen only if every class would
+         * sample it: a missed key its class does not sample is already
+         * in that class's estimate (its sampled keys stand for all). */
         cls = e != SZ_NONE ? ents[e].cls : 0;
-        if (cls == 0) {
-            uint32_t t = atomic_load(&miss_thresh);
-            unseen += t > 0 ? (double)SZ_FULL / t : 0.0;
+        if (cls == 0 && s < unseen_thresh) {
+            unseen += (double)SZ_FULL / unseen_thresh;
         }
     }
     if (kind != ITEM_REF_STORE && cls != 0) {
@@ -493,6 +570,34 @@ hist_sum(const double *hist, uint32_t top, uint32_t from, uint32_t to)
         sum += hist[b];
     }
     return sum;
+}
+
+/*
+ * The factor that makes cls's short-window estimate agree with its
+ * counted hits: the hits counted over the sample's estimate of the same
+ * hits (its sampled gets whose distance was within the class's slabs when
+ * they came, as an LRU of that size would have hit them); 1 when either
+ * is missing. A fixed-hash sample holds some of a class's keys and not
+ * others, and which ones moves the estimate of its level (a hot key in
+ * the sample or not: a quarter to a third on the four-tenant mix), not of
+ * its curve's shape; a ratio estimator takes the level from the count and
+ * the shape from the sample. The counted hits are the policy's (CLOCK with
+ * probation), a little above an LRU's on skewed keys. Not while the
+ * sample knows the class's keys less deep than its slabs (after a warm
+ * restart): then the estimate falls short for want of keys, not by
+ * chance. The curve reads it; the allocation rule's edges do not (their
+ * variance is the sample's).
+ */
+static double
+calibration(uint8_t cls)
+{
+    const struct sz_class *c = &classes[cls];
+    double ps = per_slab(cls), counted = hits_counted(c, cls);
+
+    if (c->hist == NULL || ps <= 0 || (double)c->n / ps + 1.0 < slab_class_slabs(cls)) {
+        return 1.0;
+    }
+    return c->hits_sampled > 0.0 && counted > 0.0 ? counted / c->hits_sampled : 1.0;
 }
 
 double
@@ -611,16 +716,23 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
     pthread_mutex_unlock(&sz_lock);
 }
 
+/* Bucket b of cls's short histogram, calibrated by f. */
+static double
+bucket(const struct sz_class *c, uint32_t b, double f)
+{
+    return c->hist[b] * f;
+}
+
 /* Best average gain per slab of cls over its next 1..SZ_LOOK slabs from s. */
 #define SZ_LOOK 4
 static double
-best_step(const struct sz_class *c, uint32_t s, uint32_t *k)
+best_step(const struct sz_class *c, double f, uint32_t s, uint32_t *k)
 {
     double sum = 0, best = -1;
 
     *k = 1;
     for (uint32_t j = 1; j <= SZ_LOOK && s + j <= depth; j++) {
-        sum += c->hist[s + j - 1];
+        sum += bucket(c, s + j - 1, f);
         if (sum / j > best) {
             best = sum / j;
             *k = j;
@@ -633,11 +745,13 @@ double
 sizing_curve(uint32_t slabs, uint32_t *split)
 {
     uint32_t got[SLAB_CLASS_MAX + 1] = { 0 };
+    double f[SLAB_CLASS_MAX + 1] = { 0 };
     double hits = 0, gets = 0;
 
     pthread_mutex_lock(&sz_lock);
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        gets += classes[i].gets;
+        f[i] = calibration((uint8_t)i);
+        gets += classes[i].gets * f[i];
     }
     gets += unseen;
     for (uint32_t left = slabs; left > 0;) {
@@ -648,7 +762,7 @@ sizing_curve(uint32_t slabs, uint32_t *split)
             if (classes[i].hist == NULL || got[i] >= depth) {
                 continue;
             }
-            double g = best_step(&classes[i], got[i], &k);
+            double g = best_step(&classes[i], f[i], got[i], &k);
             if (g > top_gain) {
                 top = i;
                 top_gain = g;
@@ -660,7 +774,7 @@ sizing_curve(uint32_t slabs, uint32_t *split)
         }
         top_k = top_k < left ? top_k : left;
         for (uint32_t j = 0; j < top_k; j++) {
-            hits += classes[top].hist[got[top]++];
+            hits += bucket(&classes[top], got[top]++, f[top]);
         }
         left -= top_k;
     }
@@ -675,7 +789,7 @@ double
 sizing_gets(uint8_t cls)
 {
     pthread_mutex_lock(&sz_lock);
-    double g = classes[cls].gets;
+    double g = classes[cls].gets * calibration(cls);
     pthread_mutex_unlock(&sz_lock);
     return g;
 }
@@ -690,7 +804,7 @@ void
 sizing_state(struct sizing_state *out)
 {
     pthread_mutex_lock(&sz_lock);
-    out->bytes = bytes;
+    out->bytes = bytes + atomic_load(&tally_bytes);
     out->budget = budget;
     out->samples = nused;
     out->shift = shift;

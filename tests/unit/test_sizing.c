@@ -214,6 +214,127 @@ coarse_uniform_edges(uint32_t key_slabs, uint32_t gets, uint64_t seed, uint32_t 
     return cls;
 }
 
+/* Chunks of cls allocated (and kept) until it holds `slabs` slabs. */
+static void
+grow_to(uint8_t cls, uint32_t slabs)
+{
+    uint32_t sid;
+
+    while (slab_class_slabs(cls) < slabs) {
+        ck_assert_ptr_nonnull(slab_alloc(cls, &sid));
+    }
+}
+
+/*
+ * The curve counts each get once. Class 1 (about 1 key in 100 sampled)
+ * holds 4 of the 8 slabs its keys need: gets of the first half of its
+ * keys hit, of the other half miss. A miss names no class, so it is
+ * sampled at the highest class rate; a missed key its own class does not
+ * sample is already counted in that class's estimate, and counting it
+ * again as a key no sample knows put every size's hit ratio near
+ * 1 / (1 + 0.5). At 16 slabs every get hits.
+ */
+START_TEST(test_curve_counts_a_coarse_class_s_misses_once)
+{
+    uint8_t cls = 1;
+    uint32_t nkeys = 8 * slab_class_perslab(cls);
+    uint64_t seed = 0x5eedull;
+
+    ck_assert_uint_gt(slab_class_perslab(cls), 100 * SIZING_PER_SLAB / 2);
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    for (uint32_t k = 0; k < nkeys; k++) {
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < 100000; i++) {
+        uint32_t k = rnd(&seed) % nkeys;
+        bool hit = k < nkeys / 2;
+        sizing_ref(key_hash(k), hit ? cls : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    double at4 = sizing_curve(4, NULL), at16 = sizing_curve(16, NULL);
+    ck_assert_msg(at16 > 0.95, "at 16 slabs %f", at16);
+    ck_assert_msg(fabs(at4 - 0.5) < 0.1, "at 4 slabs %f", at4);
+}
+END_TEST
+
+/*
+ * The sample weighs a class by the keys it happens to hold: class 1
+ * (about 1 key in 100 sampled, one slab) has a hot key, half of its gets,
+ * that the sample holds, so its sampled gets stand for about 50 times the
+ * gets it had. B (sampled at every key, no slab of its own) has the same
+ * number of gets, uniform over 8 slabs' worth of keys. With 2 slabs the
+ * best split gives one to each: class 1 hits all its gets, B an eighth.
+ * Calibrated by the hits counted in class 1, the curve says so; on the
+ * sample alone it said nearly every get hits.
+ */
+START_TEST(test_curve_is_calibrated_by_counted_hits)
+{
+    uint8_t a = 1, b = full_rate_class();
+    uint32_t a_keys = 2000, b_keys = 8 * slab_class_perslab(b), hot = UINT32_MAX;
+    uint64_t seed = 0xca1b;
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    grow_to(a, 1);
+    ck_assert_uint_eq(slab_class_slabs(b), 0);
+    for (uint32_t k = 0; k < a_keys; k++) {
+        uint32_t before = state().samples;
+        sizing_ref(key_hash(k), a, ITEM_REF_STORE);
+        hot = hot == UINT32_MAX && state().samples > before ? k : hot;
+    }
+    ck_assert_uint_ne(hot, UINT32_MAX);
+    for (uint32_t k = 0; k < b_keys; k++) {
+        sizing_ref(key_hash(1000000 + k), b, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < 20000; i++) {
+        uint32_t k = rnd(&seed);
+        if (i % 2 == 0) {
+            sizing_ref(key_hash(i % 4 == 0 ? hot : k % a_keys), a, ITEM_REF_HIT);
+        } else {
+            /* B holds 1 slab's worth in the cache: the rest are misses. */
+            k %= b_keys;
+            bool hit = k < b_keys / 8;
+            sizing_ref(key_hash(1000000 + k), hit ? b : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+        }
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    double gets_a = sizing_gets(a), at2 = sizing_curve(2, NULL);
+    ck_assert_msg(fabs(gets_a - 10000) < 500, "class 1's gets %f, counted 10000", gets_a);
+    ck_assert_msg(fabs(at2 - 0.5625) < 0.03, "at 2 slabs %f, truth 0.5625", at2);
+}
+END_TEST
+
+/*
+ * The calibration compares the hits counted with the sample's estimate of
+ * the same hits, each get judged at the class's size when it came: a
+ * class sampled at every key (its estimate exact) that grows from 2 to 6
+ * of the 8 slabs its keys need, half its gets on either side, keeps its
+ * estimated gets. Judged at its size at the end, the sample would have
+ * claimed 3/4 of the gets as hits against the 1/2 counted, and scaled the
+ * class's gets to two thirds.
+ */
+START_TEST(test_calibration_judges_each_get_at_its_size)
+{
+    uint8_t b = full_rate_class();
+    uint32_t per = slab_class_perslab(b), keys = 8 * per;
+    uint64_t seed = 0x51ce;
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    for (uint32_t k = 0; k < keys; k++) {
+        sizing_ref(key_hash(k), b, ITEM_REF_STORE);
+    }
+    for (uint32_t slabs = 2; slabs <= 6; slabs += 4) {
+        grow_to(b, slabs);
+        for (uint32_t i = 0; i < 4000; i++) {
+            uint32_t k = rnd(&seed) % keys;
+            bool hit = k < slabs * per;
+            sizing_ref(key_hash(k), hit ? b : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+        }
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    ck_assert_msg(fabs(sizing_gets(b) - 8000) < 400, "gets %f, 8000 made", sizing_gets(b));
+}
+END_TEST
+
 /*
  * A class sampled coarsely (class 1: 13,107 items a slab, about 1 key in
  * 100 sampled) has a few sampled gets per slab: the estimate of its last
@@ -405,6 +526,9 @@ sizing_suite(void)
     tcase_add_test(tc, test_a_miss_is_filed_in_the_key_s_last_class);
     tcase_add_test(tc, test_sampled_estimate_is_close);
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
+    tcase_add_test(tc, test_curve_counts_a_coarse_class_s_misses_once);
+    tcase_add_test(tc, test_curve_is_calibrated_by_counted_hits);
+    tcase_add_test(tc, test_calibration_judges_each_get_at_its_size);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
     tcase_add_test(tc, test_edges_do_not_pool_past_the_keys);
     tcase_add_test(tc, test_long_window_makes_no_claim_past_its_depth);
