@@ -35,8 +35,9 @@
  * in evict_auto.c says when each is used).
  *
  * The request path calls sizing_ref() (through storage's reference hook);
- * an unsampled key costs a multiply and a compare, a sampled one a
- * mutex and a few hundred nanoseconds.
+ * an unsampled key costs a multiply and a compare, and a hit one more
+ * count in its thread's own tally (sizing.c); a sampled key a mutex and a
+ * few hundred nanoseconds.
  */
 #ifndef SC_SIZING_H
 #define SC_SIZING_H
@@ -100,13 +101,13 @@ double   sizing_gets(uint8_t cls);
  * The hit ratio the measured gets would have with `slabs` slabs divided
  * among the classes at best (greedy on each class's curve, looking a few
  * slabs ahead past flat stretches), and that division: split[c] slabs for
- * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Each class's curve is
- * calibrated by its hits, counted at every get: the sample's estimate of
- * its hits at its current size is made the counted figure, the difference
- * put in its first slab (a fixed-hash sample holds a class's hot keys or
- * does not, and that moves its level, not the shape past its first slab).
- * Misses of keys no sample holds (first requests) are misses at every
- * size, estimated from the keys every class would sample.
+ * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Each class's curve
+ * takes its level from its hits, counted at every get, and its shape
+ * from the sample: it is scaled by the counted hits over the sample's
+ * estimate of them (a fixed-hash sample holds a class's hot keys or does
+ * not, and that moves its level). Misses of keys no sample holds (first
+ * requests) are misses at every size, estimated from the keys every class
+ * would sample.
  */
 double   sizing_curve(uint32_t slabs, uint32_t *split);
 /* The stacks' depth in slabs (SIZING_DEPTH x the slabs of -m). */
