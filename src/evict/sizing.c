@@ -377,6 +377,10 @@ entry_new(uint32_t hv, uint8_t cls)
 
 /* --- counted hits ------------------------------------------------------- */
 
+/* A thread whose tally could not be allocated counts here, unread, rather
+ * than ask malloc again at every hit (under the key's partition lock). */
+static struct sz_tally  tally_unread;
+
 static void
 tally_hit(uint8_t cls)
 {
@@ -385,6 +389,7 @@ tally_hit(uint8_t cls)
     if (t == NULL) {
         t = calloc(1, sizeof(*t));
         if (t == NULL) {
+            tally_mine = &tally_unread;
             return;
         }
         t->next = atomic_load(&tallies);

@@ -348,14 +348,19 @@ def flash_tier_survives_a_graceful_stop():
             eq(len(read(c, range(n, n + 5000))), 5000 - int(c.stats()["extstore_objects_dropped"]),
                "keys stored after the restart")
             before = read(c, range(n + 5000))
+            on_flash = int(c.stats()["extstore_objects_used"])
         graceful_stop(s)
         s = Server(*flash_args(path, flash, "96m")).start()
         try:
             check("the flash file did not match" in s.output(), "log: %s" % s.output()[-300:])
             with Client(s.port) as c:
                 after = read(c, range(n + 5000))
-                check(after <= before and 0 < len(after) < len(before) // 2,
-                      "%d of %d keys after the flash file changed" % (len(after), len(before)))
+                # The keys on flash at the stop are gone, every other key
+                # answers (a few more may have gone to flash after the count).
+                in_ram = len(before) - on_flash
+                check(after <= before and 0 <= in_ram - len(after) <= len(before) // 100,
+                      "%d of %d keys after the flash file changed, %d of them on flash"
+                      % (len(after), len(before), on_flash))
         finally:
             s.stop()
 

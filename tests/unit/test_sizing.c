@@ -486,6 +486,42 @@ START_TEST(test_small_slabs_stay_within_the_budget)
 END_TEST
 
 /* The histograms halve each window: old gets fade, new ones count. */
+/*
+ * The counted hits decay with the windows, in step with the sample's: A
+ * (class 1, one slab, a hot key the sample holds) and B (sampled at every
+ * key, one slab) have the same gets, all hits, over hundreds of windows.
+ * Calibrated, A's gets read as B's; counted hits kept whole while the
+ * sample's halve would put A far above.
+ */
+START_TEST(test_calibration_decays_with_the_windows)
+{
+    uint8_t a = 1, b = full_rate_class();
+    uint32_t hot = UINT32_MAX;
+    uint64_t seed = 0xdeca;
+
+    ck_assert_int_eq(sizing_setup(1u << 20, 4), 0);
+    grow_to(a, 1);
+    grow_to(b, 1);
+    for (uint32_t k = 0; k < 2000; k++) {
+        uint32_t before = state().samples;
+        sizing_ref(key_hash(k), a, ITEM_REF_STORE);
+        hot = hot == UINT32_MAX && state().samples > before ? k : hot;
+    }
+    ck_assert_uint_ne(hot, UINT32_MAX);
+    for (uint32_t k = 0; k < 8; k++) {
+        sizing_ref(key_hash(1000000 + k), b, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < 100000; i++) {
+        uint32_t k = rnd(&seed);
+        sizing_ref(key_hash(i % 2 == 0 ? hot : k % 2000), a, ITEM_REF_HIT);
+        sizing_ref(key_hash(1000000 + k % 8), b, ITEM_REF_HIT);
+    }
+    double ga = sizing_gets(a), gb = sizing_gets(b);
+    ck_assert_msg(gb > 0 && gb < 20000, "B's gets %f: more than its windows hold", gb);
+    ck_assert_msg(fabs(ga / gb - 1.0) < 0.2, "A's gets %f, B's %f", ga, gb);
+}
+END_TEST
+
 START_TEST(test_old_gets_fade)
 {
     uint8_t cls = full_rate_class();
@@ -527,6 +563,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_edge_past_the_depth_is_measured);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
+    tcase_add_test(tc, test_calibration_decays_with_the_windows);
     tcase_add_test(tc, test_small_slabs_stay_within_the_budget);
     suite_add_tcase(s, tc);
     return s;
