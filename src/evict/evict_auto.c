@@ -153,10 +153,10 @@ edge_gain(const struct sizing_edge *to, const struct sizing_edge *from, bool *su
  * while it still earns, and a blank is no evidence that it does not.
  * Blank in both windows, it earns nothing when the sample knows the
  * donor's keys that deep (they were stored or read since it began): no
- * get behind them is then evidence. A stack known only a few slabs deep says nothing of
- * the slabs past it: after a warm restart every class is full and its
- * keys are not in the sample yet, and taking their slabs would drop what
- * the restart kept.
+ * get behind them is then evidence. A stack known only a few slabs deep
+ * says nothing of the slabs past it: after a warm restart every class is
+ * full and its keys are not in the sample yet, and taking their slabs
+ * would drop what the restart kept.
  */
 static bool
 move_pays(uint8_t cls, uint8_t donor)

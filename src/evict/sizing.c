@@ -74,7 +74,7 @@ static uint32_t         bucket_mask;
 static struct sz_class  classes[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t thresh[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t miss_thresh;
-static uint32_t         unseen_thresh;  /* the lowest class rate: see sizing_ref */
+static uint32_t         unseen_thresh;  /* the lowest class rate: see sample_ref */
 static unsigned         shift;
 static uint32_t         depth;          /* slabs followed per class */
 static uint32_t         long_depth;     /* by the long histograms: -m's slabs and a pool */
