@@ -225,6 +225,21 @@ grow_to(uint8_t cls, uint32_t slabs)
     }
 }
 
+/* Keys 0..nkeys-1 of cls stored; the first one the sample holds. */
+static uint32_t
+store_keys(uint8_t cls, uint32_t nkeys)
+{
+    uint32_t first = UINT32_MAX;
+
+    for (uint32_t k = 0; k < nkeys; k++) {
+        uint32_t before = state().samples;
+        sizing_ref(key_hash(k), cls, ITEM_REF_STORE);
+        first = first == UINT32_MAX && state().samples > before ? k : first;
+    }
+    ck_assert_uint_ne(first, UINT32_MAX);
+    return first;
+}
+
 /*
  * The curve counts each get once. Class 1 (about 1 key in 100 sampled)
  * is served as by a cache of 4 of the 8 slabs its keys need: gets of the
@@ -270,18 +285,13 @@ END_TEST
 START_TEST(test_curve_is_calibrated_by_counted_hits)
 {
     uint8_t a = 1, b = full_rate_class();
-    uint32_t a_keys = 2000, b_keys = 8 * slab_class_perslab(b), hot = UINT32_MAX;
+    uint32_t a_keys = 2000, b_keys = 8 * slab_class_perslab(b), hot;
     uint64_t seed = 0xca1b;
 
     ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
     grow_to(a, 1);
     ck_assert_uint_eq(slab_class_slabs(b), 0);
-    for (uint32_t k = 0; k < a_keys; k++) {
-        uint32_t before = state().samples;
-        sizing_ref(key_hash(k), a, ITEM_REF_STORE);
-        hot = hot == UINT32_MAX && state().samples > before ? k : hot;
-    }
-    ck_assert_uint_ne(hot, UINT32_MAX);
+    hot = store_keys(a, a_keys);
     for (uint32_t k = 0; k < b_keys; k++) {
         sizing_ref(key_hash(1000000 + k), b, ITEM_REF_STORE);
     }
@@ -496,18 +506,13 @@ END_TEST
 START_TEST(test_calibration_decays_with_the_windows)
 {
     uint8_t a = 1, b = full_rate_class();
-    uint32_t hot = UINT32_MAX;
+    uint32_t hot;
     uint64_t seed = 0xdeca;
 
     ck_assert_int_eq(sizing_setup(1u << 20, 4), 0);
     grow_to(a, 1);
     grow_to(b, 1);
-    for (uint32_t k = 0; k < 2000; k++) {
-        uint32_t before = state().samples;
-        sizing_ref(key_hash(k), a, ITEM_REF_STORE);
-        hot = hot == UINT32_MAX && state().samples > before ? k : hot;
-    }
-    ck_assert_uint_ne(hot, UINT32_MAX);
+    hot = store_keys(a, 2000);
     for (uint32_t k = 0; k < 8; k++) {
         sizing_ref(key_hash(1000000 + k), b, ITEM_REF_STORE);
     }
