@@ -73,7 +73,9 @@ void     sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind);
  * slabs nearest the edge on its side that lie at one level (no cliff
  * between them), as many as it takes to hold SIZING_POOL_GETS sampled gets
  * (at most SIZING_POOL_SLABS): a coarsely sampled class is not judged on
- * one slab's few gets. `last` below one sampled get in all: unmeasured.
+ * one slab's few gets. Each variance is at least one sampled get's (a
+ * count of none is a low level, not a known zero). `last` below one
+ * sampled get in all: unmeasured.
  */
 struct sizing_edge {
     double last, last_var;

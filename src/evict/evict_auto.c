@@ -27,8 +27,9 @@
  * a shift, and failing that on the long one, which holds more evidence
  * of a class with a small share of the gets -- but only when the short
  * window points the same way: evidence from before a shift must not
- * undo what the gets since show. A donor the short window holds no
- * evidence of (blank at its last slab) is judged on the long one alone.
+ * undo what the gets since show. Every estimate's noise is at least one
+ * sampled get's, so a donor blank in the short window gives a slab there
+ * only to a taker that clearly out-earns that.
  *
  * Reading every class's figures costs a lock and a pass over the classes,
  * so they are read at most every AUTO_VIEW_MS, and again after a move.
@@ -147,16 +148,19 @@ edge_gain(const struct sizing_edge *to, const struct sizing_edge *from, bool *su
  * of the short window's estimates or, when the short window leans that
  * way, of the long window's.
  *
- * A donor whose last slab shows less than one sampled get in the short
- * window is judged on the long one alone: a class sampled coarsely, with
- * a small share of the gets, goes blank in the short window now and then
- * while it still earns, and a blank is no evidence that it does not.
- * Blank in both windows, it earns nothing when the sample knows the
- * donor's keys that deep (they were stored or read since it began): no
- * get behind them is then evidence. A stack known only a few slabs deep
- * says nothing of the slabs past it: after a warm restart every class is
- * full and its keys are not in the sample yet, and taking their slabs
- * would drop what the restart kept.
+ * A donor whose last slab shows no sampled get in the short window reads
+ * as earning nothing there, with the noise of one sampled get: a class
+ * sampled coarsely, with a small share of the gets, goes blank in the
+ * short window now and then while it still earns, and a blank is
+ * evidence only against a taker whose next slab earns clearly more than
+ * one sampled get's worth (after a shift, the class the load moved to);
+ * otherwise the long window decides. Blank in both windows, it earns
+ * nothing when the sample knows the donor's keys that deep (they were
+ * stored or read since it began): no get behind them is then evidence,
+ * whatever the taker earns. A stack known only a few slabs deep says
+ * nothing of the slabs past it: after a warm restart every class is full
+ * and its keys are not in the sample yet, and taking their slabs would
+ * drop what the restart kept.
  */
 static bool
 move_pays(uint8_t cls, uint8_t donor)
@@ -164,11 +168,7 @@ move_pays(uint8_t cls, uint8_t donor)
     const struct sizing_edge *to = &view.edge[cls], *from = &view.edge[donor];
     bool sure, sure_long;
 
-    if (edge_unmeasured(from)) {
-        if (!edge_unmeasured(&view.edge_long[donor])) {
-            (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
-            return sure_long;
-        }
+    if (edge_unmeasured(from) && edge_unmeasured(&view.edge_long[donor])) {
         uint32_t s = view.slabs[donor];
         uint32_t known = s < sizing_depth() ? s : sizing_depth();
         return from->reach + 1.0 >= (double)known;

@@ -647,7 +647,9 @@ pool_level(double n, double m, uint32_t k)
  * 1/sqrt(SIZING_POOL_GETS) of the estimate where the curve allows. A hit
  * curve is concave past its first slabs, so the pooled mean errs toward
  * keeping the donor's slab and not giving the taker one: toward not
- * moving.
+ * moving. The variance is that of at least one sampled get: a count of
+ * none says the level is low, not that it is known to be zero (a
+ * Poisson level of up to three gives none one time in twenty).
  */
 static void
 edge_pool(const double *hist, uint32_t first, uint32_t end, bool down, double w,
@@ -674,7 +676,7 @@ edge_pool(const double *hist, uint32_t first, uint32_t end, bool down, double w,
     }
     if (k > 0) {
         *mean = sum / k;
-        *var = sum * w / ((double)k * k);
+        *var = (sum > w ? sum : w) * w / ((double)k * k);
     }
 }
 

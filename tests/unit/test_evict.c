@@ -1188,6 +1188,8 @@ window_shows(const struct sizing_edge *to, const struct sizing_edge *from)
 
 /* A measurement whose short window ends every few hundred sampled gets. */
 #define SHORT_WINDOWS_LIMIT (8u << 20)
+/* One whose short window holds a few thousand. */
+#define SHIFT_LIMIT (64u << 20)
 
 /*
  * A class with a small share of the gets, sampled coarsely (A: 1 key in
@@ -1328,6 +1330,44 @@ START_TEST(test_auto_long_window_keeps_a_coarse_class_s_slab)
     ck_assert_msg(blank > 0, "A's short window was measured in all %u draws", draws);
     ck_assert_msg(taken == 0, "B took A's slab in %u of %u draws (%u blank)", taken, draws,
                   blank);
+}
+END_TEST
+
+/*
+ * The load moves from A (4 MB slabs of 80-byte chunks, about 1 key in
+ * 400 sampled) to B. In the short window A's last slab shows no sampled
+ * get; the long one still holds A's worth from before, above B's next
+ * slab. A blank is a low level, not a known zero, and read with one
+ * sampled get's noise it is still far below what B's next slab earns in
+ * the short window: B takes A's slab. Judged on the long window alone,
+ * B took none.
+ */
+START_TEST(test_auto_blank_donor_gives_to_a_clear_taker)
+{
+    uint8_t a, b;
+    uint32_t slabs[SLAB_CLASS_MAX + 1] = { 0 };
+    struct sizing_edge edge[SLAB_CLASS_MAX + 1], edge_long[SLAB_CLASS_MAX + 1];
+    uint64_t seed = 7;
+
+    teardown();
+    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
+    a = cls_of(SMALL_LEN);
+    b = cls_of(LARGE_LEN);
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+    ck_assert_int_eq(sizing_setup(SHIFT_LIMIT, NSLABS), 0);
+    measure_two(a, 4, 200000, b, 12, 2000, &seed);     /* A hot */
+    measure_two(a, 4, 0, b, 12, 80000, &seed);         /* then B */
+    evict_auto_note_move();
+    sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
+    sizing_edges(slabs, edge_long, slab_class_count(), SIZING_LONG);
+    ck_assert_msg(donor_value(&edge[a]) == 0.0, "A's short window: last %f", edge[a].last);
+    ck_assert_msg(edge_long[a].last > edge_long[b].next && donor_value(&edge_long[a]) > 0.0,
+                  "long: A last %f, B next %f", edge_long[a].last, edge_long[b].next);
+    ck_assert_uint_eq(evict_auto_donor(b, false), a);
 }
 END_TEST
 
@@ -1647,6 +1687,7 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_long_window_does_not_undo_a_shift);
     tcase_add_test(tc, test_auto_long_window_equal_classes_do_not_trade);
     tcase_add_test(tc, test_auto_long_window_keeps_a_coarse_class_s_slab);
+    tcase_add_test(tc, test_auto_blank_donor_gives_to_a_clear_taker);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
