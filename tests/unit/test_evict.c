@@ -1289,6 +1289,25 @@ START_TEST(test_auto_long_window_does_not_undo_a_shift)
 END_TEST
 
 /*
+ * Anew with 4 MB slabs, so that A (80-byte chunks) is sampled at about 1
+ * key in 400: A holds 4 slabs, B (LARGE_LEN) the rest, under `auto`;
+ * slabs[] each class's slabs.
+ */
+static void
+coarse_two(uint8_t *a, uint8_t *b, uint32_t *slabs)
+{
+    teardown();
+    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
+    *a = cls_of(SMALL_LEN);
+    *b = cls_of(LARGE_LEN);
+    fill_two(4);
+    ck_assert_int_eq(evict_configure("auto", 4), 0);
+    for (unsigned i = 1; i <= slab_class_count(); i++) {
+        slabs[i] = slabs_of((uint8_t)i);
+    }
+}
+
+/*
  * A class sampled coarsely (A: 4 MB slabs of 80-byte chunks, about 1 key
  * in 800 once the sample is full) whose slabs earn half again what B's
  * next would, but with so small a share of the sampled gets that its
@@ -1304,15 +1323,7 @@ START_TEST(test_auto_long_window_keeps_a_coarse_class_s_slab)
     struct sizing_edge edge[SLAB_CLASS_MAX + 1], edge_long[SLAB_CLASS_MAX + 1];
     unsigned draws = 30, blank = 0, taken = 0;
 
-    teardown();
-    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
-    a = cls_of(SMALL_LEN);
-    b = cls_of(LARGE_LEN);
-    fill_two(4);
-    ck_assert_int_eq(evict_configure("auto", 4), 0);
-    for (unsigned i = 1; i <= slab_class_count(); i++) {
-        slabs[i] = slabs_of((uint8_t)i);
-    }
+    coarse_two(&a, &b, slabs);
     for (uint64_t draw = 1; draw <= draws; draw++) {
         uint64_t seed = draw * 0xd1342543de82ef95ull;
         ck_assert_int_eq(sizing_setup(SHORT_WINDOWS_LIMIT, NSLABS), 0);
@@ -1349,15 +1360,7 @@ START_TEST(test_auto_blank_donor_gives_to_a_clear_taker)
     struct sizing_edge edge[SLAB_CLASS_MAX + 1], edge_long[SLAB_CLASS_MAX + 1];
     uint64_t seed = 7;
 
-    teardown();
-    setup_sized(NSLABS, 4 * 1024 * 1024, "none");
-    a = cls_of(SMALL_LEN);
-    b = cls_of(LARGE_LEN);
-    fill_two(4);
-    ck_assert_int_eq(evict_configure("auto", 4), 0);
-    for (unsigned i = 1; i <= slab_class_count(); i++) {
-        slabs[i] = slabs_of((uint8_t)i);
-    }
+    coarse_two(&a, &b, slabs);
     ck_assert_int_eq(sizing_setup(SHIFT_LIMIT, NSLABS), 0);
     measure_two(a, 4, 200000, b, 12, 2000, &seed);     /* A hot */
     measure_two(a, 4, 0, b, 12, 80000, &seed);         /* then B */
