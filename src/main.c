@@ -691,6 +691,7 @@ main(int argc, char **argv)
     if (storage_rc != 0) {
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
+    sizing_window_set((uint32_t)settings.automove_window);
     if (sizing_setup(settings.maxbytes, (uint32_t)(settings.maxbytes / slab_size())) != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return EXIT_FAILURE;

@@ -25,8 +25,8 @@
  * the sample outgrows it, every rate is halved and the keys past the new
  * threshold dropped. Each class keeps two histograms. The short one is
  * halved every time the sample has seen a quarter as many sampled gets
- * as it can hold keys (SIZING_WINDOW_DIV), so it follows a workload that
- * changes. The long one is halved SIZING_LONG_WINDOWS times less often and
+ * as it can hold keys (SIZING_WINDOW_DIV; scaled by sizing_window_set),
+ * so it follows a workload that changes. The long one is halved SIZING_LONG_WINDOWS times less often and
  * holds that many times the evidence, as deep as a class's edges lie at
  * the -m set at start (its slabs and a pool past them; past that it makes
  * no claim): a class with a small share of the
@@ -51,6 +51,7 @@
 #define SIZING_PER_SLAB   128   /* sampled keys per slab of a class's items, at most */
 #define SIZING_DEPTH      4     /* stacks are followed to 4x -m */
 #define SIZING_WINDOW_DIV 4     /* short histograms halve every capacity/4 sampled gets */
+#define SIZING_WINDOW_UNIT 10   /* ... times window/10 (sizing_window_set) */
 #define SIZING_LONG_WINDOWS 4   /* long ones every 4 short windows */
 #define SIZING_BUDGET_PCT 1     /* all of it within 1% of -m */
 #define SIZING_POOL_GETS  32.0  /* sampled gets an edge's estimate pools slabs for */
@@ -59,6 +60,15 @@
 
 /* limit: -m in bytes; slabs: how many slabs it holds. */
 int      sizing_setup(size_t limit, uint32_t slabs);
+/*
+ * The windows' length, as memcached's slab_automove_window (3 to 1800,
+ * SIZING_WINDOW_UNIT by default): the short window holds window/10 times
+ * capacity/SIZING_WINDOW_DIV sampled gets, the long one SIZING_LONG_WINDOWS
+ * of those. More history moves slabs later and on surer evidence. Takes
+ * effect from the window under way; kept across sizing_setup().
+ */
+void     sizing_window_set(uint32_t window);
+uint32_t sizing_window(void);
 void     sizing_teardown(void);
 bool     sizing_enabled(void);
 

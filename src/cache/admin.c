@@ -20,6 +20,7 @@
 #include "logger.h"
 #include "outq.h"
 #include "settings.h"
+#include "sizing.h"
 #include "slab.h"
 #include "stats.h"
 
@@ -365,10 +366,32 @@ slabs_reassign(struct dispatch_ctx *d, const struct args *a)
 }
 
 /*
+ * `slabs automove window N`: how much history `auto` weighs, 3 to 1800
+ * as memcached bounds its automover's window (sizing_window_set).
+ */
+static dispatch_result_t
+slabs_automove_window(struct dispatch_ctx *d, const struct args *a)
+{
+    bool noreply = args_noreply(a);
+    uint32_t window;
+
+    if (a->count < 3 || !arg_u32(a, 2, &window)) {
+        answer(d, noreply, "CLIENT_ERROR bad command line format");
+    } else if (window < 3 || window > 1800) {
+        answer(d, noreply, "CLIENT_ERROR automove window too low or too high");
+    } else {
+        sizing_window_set(window);
+        answer(d, noreply, "OK");
+    }
+    return DISPATCH_DONE;
+}
+
+/*
  * memcached's automove levels pick how its page mover runs; here they pick
  * the eviction stack (README): 0 never moves slabs, 1 is the default
- * stack, 2 moves a slab on every eviction. slabcache has no automove ratio
- * or window to tune, so `slabs automove ratio` is refused, not ignored.
+ * stack, 2 moves a slab on every eviction. The window is auto's history
+ * (above); slabcache has no automove ratio, so `slabs automove ratio` is
+ * refused, not ignored.
  */
 static dispatch_result_t
 slabs_automove(struct dispatch_ctx *d, const struct args *a)
@@ -377,6 +400,9 @@ slabs_automove(struct dispatch_ctx *d, const struct args *a)
     uint32_t level;
     double ratio;
 
+    if (arg_is(a, 1, "window")) {
+        return slabs_automove_window(d, a);
+    }
     if (arg_is(a, 1, "ratio")) {
         if (a->count < 3 || !arg_double(a, 2, &ratio)) {
             answer(d, noreply, "ERROR");

@@ -81,6 +81,7 @@ static uint32_t         long_depth;     /* by the long histograms: -m's slabs an
 static size_t           budget;
 static size_t           bytes;
 static uint64_t         window_gets;
+static _Atomic uint32_t window_len = SIZING_WINDOW_UNIT;   /* sizing_window_set */
 static unsigned         short_windows;  /* since the long histograms last halved */
 static double           unseen;         /* weighted misses of keys not in the sample */
 static _Atomic(struct sz_tally *) tallies;
@@ -496,7 +497,8 @@ note_get(uint8_t cls, uint32_t e, bool hit)
         c->hist[b < depth ? (uint32_t)b : depth] += w;
         c->hist_long[b < long_depth ? (uint32_t)b : long_depth] += w;
     }
-    if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV + 1) {
+    if (++window_gets >= (uint64_t)nents / SIZING_WINDOW_DIV * atomic_load(&window_len) /
+                         SIZING_WINDOW_UNIT + 1) {
         window_gets = 0;
         window_halve();
     }
@@ -893,6 +895,18 @@ sizing_setup(size_t limit, uint32_t slabs)
     atomic_store(&sz_on, true);
     pthread_mutex_unlock(&sz_lock);
     return 0;
+}
+
+void
+sizing_window_set(uint32_t window)
+{
+    atomic_store(&window_len, window > 0 ? window : SIZING_WINDOW_UNIT);
+}
+
+uint32_t
+sizing_window(void)
+{
+    return atomic_load(&window_len);
 }
 
 void

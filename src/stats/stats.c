@@ -537,7 +537,7 @@ emit_settings_memcached(stats_emit_fn emit, void *ctx)
     emit_str(emit, ctx, "slab_reassign", settings.slab_reassign ? "yes" : "no");
     emit_u64(emit, ctx, "slab_automove", evict_automove_level());
     emit_str(emit, ctx, "slab_automove_ratio", "0.80");
-    emit_str(emit, ctx, "slab_automove_window", "30");
+    emit_u64(emit, ctx, "slab_automove_window", sizing_window());
     emit_u64(emit, ctx, "slab_chunk_max", (uint64_t)settings.slab_chunk_max);
     emit_str(emit, ctx, "lru_crawler", crawler_enabled() ? "yes" : "no");
     emit_u64(emit, ctx, "lru_crawler_sleep", crawler_sleep());

@@ -373,7 +373,6 @@ static const struct compat_opt compat_opts[] = {
     REFUSED("warm_max_factor", NO_SEGMENTS),
     REFUSED("tail_repair_time", "no tail repair: a referenced item is never reused"),
     REFUSED("slab_automove_ratio", NO_MOVER),
-    REFUSED("slab_automove_window", NO_MOVER),
     REFUSED("slab_sizes", GEOMETRY),
     REFUSED("no_chunked_items", GEOMETRY),
     REFUSED("no_maxconns_fast", "connections past -c are always refused at once"),

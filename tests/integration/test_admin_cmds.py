@@ -103,6 +103,28 @@ def slabs_automove_picks_the_eviction_stack():
 
 
 @test
+def slabs_automove_window_sets_auto_s_history():
+    """memcached 1.6.45's answers; here the window is auto's history."""
+    with Server() as s, s.client() as c:
+        eq(c.stats("settings")["slab_automove_window"], "10")
+        for bad in ("0", "2", "1801", "67108864"):
+            eq(c.cmd("slabs automove window " + bad),
+               "CLIENT_ERROR automove window too low or too high")
+        eq(c.cmd("slabs automove window"), "CLIENT_ERROR bad command line format")
+        eq(c.cmd("slabs automove window x"), "CLIENT_ERROR bad command line format")
+        eq(c.cmd("slabs automove window 3"), "OK")
+        eq(c.cmd("slabs automove window 1800"), "OK")
+        eq(c.stats("settings")["slab_automove_window"], "1800")
+    with Server("-o", "slab_automove_window=40") as s, s.client() as c:
+        eq(c.stats("settings")["slab_automove_window"], "40")
+    if is_memcached():
+        return
+    for bad in ("2", "1801", "x"):
+        code, err = start_exit("-o", "slab_automove_window=" + bad)
+        eq(code, 64, "slab_automove_window=%s must be refused (%r)" % (bad, err))
+
+
+@test
 def lru_crawler_reclaims_expired_items():
     with Server("-m", "64") as s, s.client() as c:
         eq(c.cmd("lru_crawler crawl hash"), "ERROR an unknown error happened")

@@ -105,8 +105,10 @@ watcher_connid.t
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
 #   slabs-reassign-chunked.t -o lru_maintainer, and the page mover's counters
 #                            (slab_global_page_pool, slab_reassign_chunk_rescues)
-#   dyn-maxbytes.t           -o slab_automove_window (memcached's page mover knob)
-#   slabs-reassign2.t        -o lru_maintainer and the page mover's slab_automove_window
+#   dyn-maxbytes.t           memcached's classes hold 39 of its 40 values of 66,560 B
+#                            at -m 3, slabcache's 45: nothing evicted to check
+#   slabs-reassign2.t        -o lru_maintainer; total_malloced of all -m (slabcache's
+#                            bookkeeping takes a slab of it)
 #   issue_163.t, issue_22.t  hard-code memcached's class ids (48+8-byte header, -f 1.25)
 #   issue_42.t               chunk sizes of memcached's classes
 #   slabs_reassign.t         page counts of memcached's classes
@@ -165,8 +167,11 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #   slabs-cas.t              memcached's class ids, and `slabs reassign`
 #                            answering OK where slabcache says NOSPARE
 #   conn-limits.t            -o read_buf_mem_limit
-#   dyn-maxbytes.t, slabs-reassign2.t, slabs-reassign-chunked.t, slabs-mover.t
-#                            the page mover's knobs and counters
+#   dyn-maxbytes.t           memcached's class sizes (nothing evicted at -m 3 here)
+#   slabs-reassign2.t, slabs-reassign-chunked.t
+#                            -o lru_maintainer, total_malloced of all -m
+#   slabs-mover.t            memcached's page mover: debugitem lock/ref, its busy
+#                            counters (the automove window subtests pass)
 #   issue_163.t, issue_22.t, issue_42.t, slabs_reassign.t
 #                            memcached's class ids, chunk sizes and page counts
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU

@@ -547,6 +547,37 @@ START_TEST(test_old_gets_fade)
 }
 END_TEST
 
+/*
+ * memcached's slab_automove_window sets how much history the windows
+ * hold: at twice the default the first window ends at twice as many
+ * sampled gets.
+ */
+START_TEST(test_window_follows_the_automove_window)
+{
+    uint8_t cls = full_rate_class();
+    uint32_t windows[2] = { SIZING_WINDOW_UNIT, 2 * SIZING_WINDOW_UNIT };
+    unsigned ended[2];
+
+    for (int i = 0; i < 2; i++) {
+        sizing_window_set(windows[i]);
+        ck_assert_uint_eq(sizing_window(), windows[i]);
+        ck_assert_int_eq(sizing_setup(1u << 20, 4), 0);
+        sizing_ref(key_hash(1), cls, ITEM_REF_STORE);
+        unsigned n = 0;
+        while (n < 100000 && sizing_gets(cls) == (double)n) {
+            sizing_ref(key_hash(1), cls, ITEM_REF_HIT);
+            n++;
+        }
+        ended[i] = n;       /* the get that ended the first window */
+    }
+    sizing_window_set(SIZING_WINDOW_UNIT);
+    ck_assert_msg(ended[0] > 10 && ended[0] < 100000, "first window: %u gets", ended[0]);
+    ck_assert_msg(ended[1] + 1 >= 2 * ended[0] && ended[1] <= 2 * ended[0] + 1,
+                  "window %u ended at %u gets, %u at %u", windows[0], ended[0], windows[1],
+                  ended[1]);
+}
+END_TEST
+
 static Suite *
 sizing_suite(void)
 {
@@ -568,6 +599,7 @@ sizing_suite(void)
     tcase_add_test(tc, test_edge_past_the_depth_is_measured);
     tcase_add_test(tc, test_memory_stays_within_the_budget);
     tcase_add_test(tc, test_old_gets_fade);
+    tcase_add_test(tc, test_window_follows_the_automove_window);
     tcase_add_test(tc, test_calibration_decays_with_the_windows);
     tcase_add_test(tc, test_small_slabs_stay_within_the_budget);
     suite_add_tcase(s, tc);
