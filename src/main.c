@@ -256,17 +256,18 @@ static int flash_age_start(void);
 static int                 memory_fd = -1;
 static struct restart_meta saved;
 
+/* Classes as memcached's for the same -n, -f and slab_chunk_max
+ * (SLAB_MC_HEADER): an item of slabcache's smaller header fits the
+ * class memcached would put it in, or a smaller one. */
 static int
 slabs_setup(void)
 {
-    size_t hdr = item_total_size(0, 0) - 2;
-
     if (settings.ext_path != NULL) {
         slab_add_small_class(item_stub_size());     /* flash stubs fit it exactly */
     }
     slab_set_file(memory_fd);
     if (slab_setup_chunked(settings.maxbytes, (size_t)settings.item_size_max,
-                           settings.factor, (size_t)settings.chunk_min, hdr,
+                           settings.factor, (size_t)settings.chunk_min, SLAB_MC_HEADER,
                            (size_t)settings.slab_chunk_max) != SLAB_OK) {
         fprintf(stderr, "slabcache: invalid slab geometry (-I/-f/-n/-o slab_chunk_max)\n");
         return -1;

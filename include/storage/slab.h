@@ -89,6 +89,13 @@ struct slab_info {
     uint64_t accessed_ms;       /* last read or write of one of its items */
 };
 
+/*
+ * memcached's item header: its first chunk is this plus -n, each next one
+ * -f times the one before (aligned to 8). The server sizes its classes
+ * from it, not from slabcache's smaller header (item_total_size), so the
+ * same -n and -f give memcached's chunk sizes and class ids.
+ */
+#define SLAB_MC_HEADER 48
 slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
                           size_t chunk_min, size_t item_header);
 /*

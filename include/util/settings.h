@@ -50,8 +50,8 @@
     X(max_conns,       INT,     'c', "conn-limit",          1024,        1,    1048576,     "maxconns",          "max simultaneous connections") \
     X(threads,         INT,     't', "threads",             4,           1,    64,          "num_threads",       "number of worker threads") \
     X(item_size_max,   SIZE,    'I', "max-item-size",       1048576,     1024, 1073741824,  "item_size_max",     "max item size = slab size (k/m suffix)") \
-    X(factor,          REAL,    'f', "slab-growth-factor",  1.08,        1,    100,         "growth_factor",     "chunk size growth factor (> 1.0)") \
-    X(chunk_min,       INT,     'n', "slab-min-size",       48,          1,    1048576,     "chunk_size",        "minimum space for key+value+flags") \
+    X(factor,          REAL,    'f', "slab-growth-factor",  1.25,        1,    100,         "growth_factor",     "chunk size growth factor (> 1.0)") \
+    X(chunk_min,       INT,     'n', "slab-min-size",       48,          1,    1048576,     "chunk_size",        "minimum space for key+value+flags: the first chunk is N + 48 bytes, as memcached's") \
     X(cas_disabled,    FLAG,    'C', "disable-cas",         false,       0,    0,           "cas_enabled",       "disable CAS") \
     X(reqs_per_event,  INT,     'R', "max-reqs-per-event",  20,          1,    1000000,     "reqs_per_event",    "max requests handled per read event") \
     X(backlog,         INT,     'b', "listen-backlog",      1024,        1,    1048576,     "tcp_backlog",       "listen backlog") \
@@ -79,7 +79,7 @@
     X(automove,        XNUM,    0,   "slab_automove",       -1,          0,    2,           "slab_automove",     "memcached's mover levels as eviction stacks: 0 lru, 1 auto, 2 lrc (default: --eviction)") \
     X(automove_window, XNUM,    0,   "slab_automove_window", 10,         3,    1800,        "slab_automove_window", "how much history auto weighs, as memcached's automover window: its window of recent gets is N/10 of the default (10, memcached 1.6.45's), so a larger N moves slabs later and surer; also slabs automove window N") \
     X(first_slab,      XBOOL,   0,   "first_slab_past_limit", true,      0,    1,           "first_slab_past_limit", "past -m, a group of classes within 1.4x with no slab gets one, as memcached's first page") \
-    X(slab_chunk_max,  XNUM,    0,   "slab_chunk_max",      0,           0,    1073741824,  "slab_chunk_max",    "largest slab chunk: kilobytes from 1 to 1024 (memcached 1.6.45), bytes above (1.6.18), dividing -I; larger items are chained from chunks of it (0: -I, nothing chained)") \
+    X(slab_chunk_max,  XNUM,    0,   "slab_chunk_max",      0,           0,    1073741824,  "slab_chunk_max",    "largest slab chunk: kilobytes from 1 to 1024 (memcached 1.6.45), bytes above (1.6.18), dividing -I; larger items are chained from chunks of it (0: -I, nothing chained; memcached's is 512 KB)") \
     X(slab_rescue,     XBOOL,   0,   "slab_rescue",         true,        0,    1,           "slab_rescue",       "a slab emptied for another class moves its recently read items to its class's coldest chunks") \
     X(lru_crawler,     XSWITCH, 0,   "lru_crawler",         true,        0,    1,           "lru_crawler",       "run the crawler thread that lru_crawler crawl uses") \
     X(crawler_sleep,   XNUM,    0,   "lru_crawler_sleep",   100,         0,    1000000,     "lru_crawler_sleep", "crawler pause between batches, microseconds") \

@@ -352,12 +352,10 @@ slab_clsid(size_t size)
  * item of the group. Groups, not a window around each item, so that
  * classes coming up in any order share one first slab per group.
  */
-#define SHARE_HEADER 48
-
 static void
 share_groups(size_t chunk_min)
 {
-    size_t top = SHARE_HEADER + chunk_min;
+    size_t top = SLAB_MC_HEADER + chunk_min;
     uint8_t g = 0;
 
     for (uint8_t c = 1; c <= nclasses; c++) {

@@ -338,8 +338,8 @@ struct compat_opt {
 };
 
 static void set_no_automove(void)   { settings.automove = 0; }
-/* memcached 1.4's defaults: no slab moves, no crawler; items are never
- * chunked here anyway. */
+/* memcached 1.4's defaults: no slab moves, no crawler; items are not
+ * chained by default here anyway. */
 static void set_no_modern(void)
 {
     settings.slab_reassign = false;
@@ -692,6 +692,9 @@ check_consistency(void)
     if (settings.slab_chunk_max > 0 && settings.slab_chunk_max <= 1024) {
         settings.slab_chunk_max *= 1024;
     }
+    /* Nothing chained by default, where memcached chains past 512 KB:
+     * a chained item's head and body classes can take each other's slabs
+     * under a slab-moving stack (notes/compatibility.md, open). */
     if (settings.slab_chunk_max == 0) {
         settings.slab_chunk_max = settings.item_size_max;
     }

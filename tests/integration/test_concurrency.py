@@ -154,9 +154,9 @@ def shared_key_set_get_consistent():
 @test
 def concurrent_append_atomic():
     n_threads, per = 20, 50
-    # The value grows 8 bytes at a time to 8,000: with -f 1.08 it passes
-    # through ~58 size classes, a slab each (58 of -m 64's 64 slabs). This
-    # tests atomicity, not memory pressure, so give it room.
+    # The value grows 8 bytes at a time to 8,000: it passes through ~21
+    # size classes (~58 at -f 1.08), a slab each. This tests atomicity,
+    # not memory pressure, so give it room.
     with Server("-m", "256", "-t", "4") as s:
         with s.client() as c:
             eq(c.set("log", ""), "STORED")

@@ -65,13 +65,16 @@ getandtouch.t
 getset.t
 idle-timeout.t
 incrdecr.t
+dyn-maxbytes.t
 issue_104.t
 issue_14.t
 issue_108.t
 issue_140.t
 issue_152.t
+issue_163.t
 issue_183.t
 issue_192.t
+issue_22.t
 issue_260.t
 issue_29.t
 issue_41.t
@@ -105,13 +108,12 @@ watcher_connid.t
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
 #   slabs-reassign-chunked.t -o lru_maintainer, and the page mover's counters
 #                            (slab_global_page_pool, slab_reassign_chunk_rescues)
-#   dyn-maxbytes.t           memcached's classes hold 39 of its 40 values of 66,560 B
-#                            at -m 3, slabcache's 45: nothing evicted to check
 #   slabs-reassign2.t        -o lru_maintainer; total_malloced of all -m (slabcache's
 #                            bookkeeping takes a slab of it)
-#   issue_163.t, issue_22.t  hard-code memcached's class ids (48+8-byte header, -f 1.25)
-#   issue_42.t               chunk sizes of memcached's classes
-#   slabs_reassign.t         page counts of memcached's classes
+#   issue_42.t               mem_requested of memcached's items (its 48+8-byte header;
+#                            slabcache's is 32)
+#   slabs_reassign.t         auto gives class 31's unread slabs to class 25 as its
+#                            sets come, so 25 evicts nothing and 31 has none to spare
 #   lru.t                    no LRU bump within 60 s of an item's last one
 #                            (memcached's ITEM_UPDATE_INTERVAL); slabcache's
 #                            CLOCK marks every read
@@ -119,8 +121,7 @@ watcher_connid.t
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
-NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
-issue_163.t issue_22.t issue_42.t
+NOT_YET="64bit.t conn-limits.t issue_42.t
 lru-maintainer.t lru.t slabs-reassign-chunked.t slabs-reassign2.t
 slabs_reassign.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
@@ -154,30 +155,27 @@ whitespace.t"
 if [ "${MC_SUITE_RELEASE:-}" = newest ]; then
 ALLOWED="
 00-startup.t ascii-auth.t ascii-auth2.t binary.t binary-get.t binary-sasl.t bogus-commands.t cas.t chunked-items.t
-daemonize.t dash-M.t item_size_max.t lru-crawler.t
+daemonize.t dash-M.t dyn-maxbytes.t item_size_max.t lru-crawler.t
 evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
-issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_183.t issue_192.t
-issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
+issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_163.t issue_183.t issue_192.t
+issue_22.t issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
-restart.t shutdown.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
+restart.t shutdown.t slabs-cas.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
 ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
-#   slabs-cas.t              memcached's class ids, and `slabs reassign`
-#                            answering OK where slabcache says NOSPARE
 #   conn-limits.t            -o read_buf_mem_limit
-#   dyn-maxbytes.t           memcached's class sizes (nothing evicted at -m 3 here)
 #   slabs-reassign2.t, slabs-reassign-chunked.t
 #                            -o lru_maintainer, total_malloced of all -m
 #   slabs-mover.t            memcached's page mover: debugitem lock/ref, its busy
 #                            counters (the automove window subtests pass)
-#   issue_163.t, issue_22.t, issue_42.t, slabs_reassign.t
-#                            memcached's class ids, chunk sizes and page counts
+#   issue_42.t               mem_requested of memcached's items (its 48+8-byte header)
+#   slabs_reassign.t         auto moves class 31's unread slabs to class 25 as its
+#                            sets come: 25 evicts nothing, 31 has none to spare
 #   lru.t, lru-maintainer.t  memcached's LRU bump interval, segmented LRU
-NOT_YET="64bit.t conn-limits.t dyn-maxbytes.t
-issue_163.t issue_22.t issue_42.t lru-maintainer.t
-lru.t slabs-cas.t slabs-mover.t slabs-reassign-chunked.t
+NOT_YET="64bit.t conn-limits.t issue_42.t lru-maintainer.t
+lru.t slabs-mover.t slabs-reassign-chunked.t
 slabs-reassign2.t slabs_reassign.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files

@@ -84,7 +84,7 @@ assert_defaults(void)
     ck_assert_int_eq(settings.max_conns, 1024);
     ck_assert_int_eq(settings.threads, 4);
     ck_assert_int_eq(settings.item_size_max, 1048576);
-    ck_assert_double_eq(settings.factor, 1.08);
+    ck_assert_double_eq(settings.factor, 1.25);
     ck_assert_int_eq(settings.chunk_min, 48);
     ck_assert(!settings.cas_disabled);
     ck_assert_int_eq(settings.reqs_per_event, 20);
