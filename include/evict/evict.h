@@ -178,7 +178,7 @@ bool            evict_has_slab_level(void);
  * 1 slab-level gated by an item-level one, 2 slab-level alone. */
 unsigned        evict_automove_level(void);
 /* The stack for a slab_automove level (`slabs automove N`, -o
- * slab_automove=N): 0 "lru", 1 "lrc,lru" (the default), 2 "lrc"; NULL
+ * slab_automove=N): 0 "lru", 1 "auto" (the default), 2 "lrc"; NULL
  * past 2. */
 const char     *evict_automove_stack(unsigned level);
 /*
@@ -187,6 +187,13 @@ const char     *evict_automove_stack(unsigned level);
  * chunks made available.
  */
 evict_rstatus_t evict_run(uint8_t cls, uint32_t batch, uint32_t *freed);
+/*
+ * The same, but no slab of class spare moves for it (0: any may): a
+ * chained item needs chunks of two classes at once (its head's and the
+ * bodies'), and a slab moved or emptied for one must not be taken back
+ * for the other, or the two trade it until the allocation gives up.
+ */
+evict_rstatus_t evict_run_sparing(uint8_t cls, uint32_t batch, uint8_t spare, uint32_t *freed);
 /* The same, item-level policies only (the background evictor's way). */
 evict_rstatus_t evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed);
 

@@ -116,10 +116,14 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
         if (wait_flash && tries == 0 && vlen >= flash_min_value() && !item_chains(nkey, vlen)) {
             (void)flash_wait_room(CACHE_FLASH_WAIT_MS);
         }
-        /* A chained item may want many chunks of the largest class. */
+        /* A chained item may want many chunks of the largest class, and
+         * one of its head's: memory for either does not come from the
+         * other. */
         uint32_t want;
         uint8_t lacks = item_alloc_lacks(nkey, vlen, &want);
-        if (evict_run(lacks, want, NULL) != EVICT_OK && ++failed == cache_fail_limit()) {
+        uint8_t other = !item_chains(nkey, vlen) ? 0 : lacks == cls ? item_chain_class() : cls;
+        if (evict_run_sparing(lacks, want, other, NULL) != EVICT_OK &&
+            ++failed == cache_fail_limit()) {
             break;
         }
     }

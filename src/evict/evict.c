@@ -257,6 +257,17 @@ slab_just_given(uint32_t sid)
     return atomic_load(&given_sid) == sid && atomic_load(&given_until_ms) > clock_now_ms();
 }
 
+/* evict_run_sparing's class, for the run under way in this thread. */
+static _Thread_local uint8_t run_spare;
+
+static bool
+slab_spared(uint32_t sid)
+{
+    struct slab_info info;
+
+    return run_spare != 0 && slab_table_info(sid, &info) && info.cls == run_spare;
+}
+
 static bool
 take_empty_slab(uint8_t cls, uint32_t *freed)
 {
@@ -267,7 +278,7 @@ take_empty_slab(uint8_t cls, uint32_t *freed)
         if (sid == SLAB_ID_NONE) {
             return false;
         }
-        if (evict_slab_last_other(sid, cls) || slab_just_given(sid)) {
+        if (evict_slab_last_other(sid, cls) || slab_just_given(sid) || slab_spared(sid)) {
             continue;
         }
         if (slab_move_empty(sid, cls)) {
@@ -360,6 +371,15 @@ evict_run(uint8_t cls, uint32_t batch, uint32_t *freed)
 }
 
 evict_rstatus_t
+evict_run_sparing(uint8_t cls, uint32_t batch, uint8_t spare, uint32_t *freed)
+{
+    run_spare = spare != cls ? spare : 0;
+    evict_rstatus_t st = stack_run(cls, batch, freed, false);
+    run_spare = 0;
+    return st;
+}
+
+evict_rstatus_t
 evict_run_items(uint8_t cls, uint32_t batch, uint32_t *freed)
 {
     return stack_run(cls, batch, freed, true);
@@ -423,7 +443,7 @@ slab_kept_by(uint32_t sid, uint8_t cls, uint8_t kept)
 {
     struct slab_info victim;
 
-    if (evict_slab_last_other(sid, cls)) {
+    if (evict_slab_last_other(sid, cls) || slab_spared(sid)) {
         return true;
     }
     return kept != 0 && cls != kept && slab_table_info(sid, &victim) && victim.cls == kept;

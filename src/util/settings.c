@@ -693,8 +693,7 @@ check_consistency(void)
         settings.slab_chunk_max *= 1024;
     }
     /* Nothing chained by default, where memcached chains past 512 KB:
-     * a chained item's head and body classes can take each other's slabs
-     * under a slab-moving stack (notes/compatibility.md, open). */
+     * chained values do not go to the flash tier. */
     if (settings.slab_chunk_max == 0) {
         settings.slab_chunk_max = settings.item_size_max;
     }
