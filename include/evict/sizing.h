@@ -26,7 +26,8 @@
  * threshold dropped. Each class keeps two histograms. The short one is
  * halved every time the sample has seen a quarter as many sampled gets
  * as it can hold keys (SIZING_WINDOW_DIV; scaled by sizing_window_set),
- * so it follows a workload that changes. The long one is halved SIZING_LONG_WINDOWS times less often and
+ * so it follows a workload that changes. The long one is halved
+ * SIZING_LONG_WINDOWS times less often and
  * holds that many times the evidence, as deep as a class's edges lie at
  * the -m set at start (its slabs and a pool past them; past that it makes
  * no claim): a class with a small share of the
