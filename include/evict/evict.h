@@ -190,8 +190,9 @@ evict_rstatus_t evict_run(uint8_t cls, uint32_t batch, uint32_t *freed);
 /*
  * The same, but no slab of class spare moves for it (0: any may): a
  * chained item needs chunks of two classes at once (its head's and the
- * bodies'), and a slab moved or emptied for one must not be taken back
- * for the other, or the two trade it until the allocation gives up.
+ * bodies'), and a slab moved or emptied for one must not be taken from
+ * the other while it holds its part (item_alloc_spare), or the two trade
+ * it until the allocation gives up.
  */
 evict_rstatus_t evict_run_sparing(uint8_t cls, uint32_t batch, uint8_t spare, uint32_t *freed);
 /* The same, item-level policies only (the background evictor's way). */

@@ -270,6 +270,14 @@ item_status_t item_alloc_try(const char *key, size_t nkey, uint32_t flags,
  * class's). A hint read without locks.
  */
 uint8_t       item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n);
+/*
+ * Then, for a chained item: its other class (the head's, or the bodies')
+ * when that one holds its own part free, or 0. Memory for the class that
+ * lacks must not come from it: taken, it would be taken back at once and
+ * the two would trade one slab until the set gave up. One lacking its
+ * part too may give (it is then spared in its turn).
+ */
+uint8_t       item_alloc_spare(size_t nkey, uint32_t vlen, uint8_t lacks);
 /* The slab class an item of this shape goes to; 0 if none can hold it. */
 uint8_t       item_class_of(size_t nkey, uint32_t vlen);
 /*

@@ -118,11 +118,11 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
         }
         /* A chained item may want many chunks of the largest class, and
          * one of its head's: memory for either does not come from the
-         * other. */
+         * other while that one holds its part (item_alloc_spare). */
         uint32_t want;
         uint8_t lacks = item_alloc_lacks(nkey, vlen, &want);
-        uint8_t other = !item_chains(nkey, vlen) ? 0 : lacks == cls ? item_chain_class() : cls;
-        if (evict_run_sparing(lacks, want, other, NULL) != EVICT_OK &&
+        uint8_t spare = item_alloc_spare(nkey, vlen, lacks);
+        if (evict_run_sparing(lacks, want, spare, NULL) != EVICT_OK &&
             ++failed == cache_fail_limit()) {
             break;
         }

@@ -723,7 +723,7 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
              * (nearly empty: keys past the depth leave the sample); past
              * it, nothing. */
             out[i].next = hist_sum(hist, top, s, s + 1);
-            out[i].next_var = out[i].next * w;
+            out[i].next_var = (out[i].next > w ? out[i].next : w) * w;
         }
     }
     pthread_mutex_unlock(&sz_lock);

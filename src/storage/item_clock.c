@@ -644,6 +644,19 @@ item_alloc_lacks(size_t nkey, uint32_t vlen, uint32_t *n)
     return item_class_of(nkey, vlen);
 }
 
+uint8_t
+item_alloc_spare(size_t nkey, uint32_t vlen, uint8_t lacks)
+{
+    uint8_t head = item_class_of(nkey, vlen);
+
+    if (head == 0 || !item_chain_needed(nkey, vlen)) {
+        return 0;
+    }
+    uint8_t other = lacks == head ? item_chain_cls : head;
+    uint64_t part = other == item_chain_cls ? item_chain_bodies(nkey, vlen) : 1;
+    return other != lacks && slab_class_free(other) >= part ? other : 0;
+}
+
 void
 item_note_outofmemory(uint8_t cls)
 {

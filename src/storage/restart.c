@@ -283,7 +283,7 @@ restart_compatible(const struct restart_meta *m, size_t maxbytes, char *why, siz
     } else if (m->geo.cas_enabled != g.cas_enabled) {
         snprintf(why, n, "-C changed");
     } else if (memcmp(&m->geo, &g, sizeof(g)) != 0) {
-        snprintf(why, n, "the slab classes changed (-f, -n, slab_chunk_max)");
+        snprintf(why, n, "the slab classes changed (-f, -n, slab_chunk_max, or their defaults)");
     } else if (m->nslabs > slab_table_capacity()) {
         snprintf(why, n, "%u slabs saved, room for %u now", m->nslabs, slab_table_capacity());
     } else {

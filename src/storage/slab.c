@@ -258,7 +258,7 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
         classes[++i].size = (uint32_t)small;
         classes[i].perslab = (uint32_t)(slab_sz / small);
     }
-    while (++i < SLAB_CLASS_MAX && size <= chunk_max / factor) {
+    while (++i < SLAB_CLASS_MAX && size < chunk_max / factor) {     /* as memcached */
         classes[i].size = (uint32_t)size;
         classes[i].perslab = (uint32_t)(slab_sz / size);
         /* Strictly growing even when factor * size rounds back down. */

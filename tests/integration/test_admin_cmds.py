@@ -106,6 +106,8 @@ def slabs_automove_picks_the_eviction_stack():
 def slabs_automove_window_sets_auto_s_history():
     """memcached 1.6.45's answers; here the window is auto's history."""
     with Server() as s, s.client() as c:
+        if is_memcached() and c.cmd("version") < "VERSION 1.6.45":
+            return      # 1.6.18 has no window to set, and its default was 30
         eq(c.stats("settings")["slab_automove_window"], "10")
         for bad in ("0", "2", "1801", "67108864"):
             eq(c.cmd("slabs automove window " + bad),

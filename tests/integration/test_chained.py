@@ -247,6 +247,21 @@ def every_size_to_a_megabyte_is_stored_when_memory_is_full():
 
 
 @test
+def a_chained_value_s_head_class_may_give_when_it_lacks_its_part():
+    """Every slab holds 75 KB values (class 31), none may be carved past
+    -m, and a 600 KB value's head goes to class 31 too: the body class must
+    take one of class 31's slabs, and class 31 then evicts for the head.
+    Sparing class 31 outright refused the set."""
+    with Server("-m", "8", "-o", "slab_chunk_max=512",
+                "-o", "first_slab_past_limit=0") as s:
+        c = s.client()
+        for i in range(400):
+            c.send(b"set s%d 0 0 75000 noreply\r\n" % i + b"x" * 75000 + b"\r\n")
+        eq(c.set(b"big", b"B" * 600000), "STORED")
+        check(get_raw(c, b"big") == b"B" * 600000, "the chained value differs")
+
+
+@test
 def bad_chunk_max_exits_with_a_message():
     slabcache_only()
     import subprocess
