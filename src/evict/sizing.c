@@ -653,6 +653,14 @@ pool_level(double n, double m, uint32_t k)
  * none says the level is low, not that it is known to be zero (a
  * Poisson level of up to three gives none one time in twenty).
  */
+/* The variance of an estimate of `est` gets from sampled gets that each
+ * stand for w: est * w, and at least one sampled get's, w * w. */
+static double
+estimate_var(double est, double w)
+{
+    return (est > w ? est : w) * w;
+}
+
 static void
 edge_pool(const double *hist, uint32_t first, uint32_t end, bool down, double w,
           double *mean, double *var)
@@ -678,7 +686,7 @@ edge_pool(const double *hist, uint32_t first, uint32_t end, bool down, double w,
     }
     if (k > 0) {
         *mean = sum / k;
-        *var = (sum > w ? sum : w) * w / ((double)k * k);
+        *var = estimate_var(sum, w) / ((double)k * k);
     }
 }
 
@@ -723,7 +731,7 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
              * (nearly empty: keys past the depth leave the sample); past
              * it, nothing. */
             out[i].next = hist_sum(hist, top, s, s + 1);
-            out[i].next_var = (out[i].next > w ? out[i].next : w) * w;
+            out[i].next_var = estimate_var(out[i].next, w);
         }
     }
     pthread_mutex_unlock(&sz_lock);
