@@ -25,8 +25,9 @@ struct outq;
 struct stats_thread;
 
 /* Values shorter than this are copied into the output queue; longer ones
- * are queued by reference (the item stays pinned until sent). Re-measured
- * at 100 keys per get (notes/performance.md, "Multi-get"). */
+ * are queued by reference (the item stays pinned until sent): below it a
+ * copy costs less than the kernel's work per iovec, at one key per get and
+ * at 100 (notes/performance.md). */
 #ifndef DISPATCH_COPY_MAX
 #define DISPATCH_COPY_MAX 256
 #endif
@@ -49,7 +50,7 @@ typedef enum dispatch_result {
                                output reached ctx->out_limit, or the line
                                goes on); continue with dispatch_get_keys() */
     DISPATCH_MORE_DUMP,     /* a key dump (lru_crawler metadump, stats
-                               cachedump) goes on: call dispatch_dump_more()
+                               cachedump) goes on: call admin_dump_more()
                                while the output queue has room */
     DISPATCH_WATCH,         /* the connection is now a log stream: drain
                                ctx->watcher (logger.h) until it closes */
@@ -188,8 +189,6 @@ void dispatch_flash_reply(struct dispatch_ctx *d, struct item *it, const char *k
 #define DISPATCH_DUMP_LINE_MAX (PROTO_KEY_MAX * 3 + 160)
 #define DISPATCH_DUMP_FLASH_MAX 16
 void dispatch_flash_dump(struct dispatch_ctx *d, const struct item_dump *it);
-/* A dump's line for it (metadump's if meta, else cachedump's). */
-size_t dispatch_dump_line(const struct item_dump *it, dispatch_dump_t kind, char *line, size_t cap);
 bool dispatch_ref_is_flash(void *ref);
 void dispatch_flash_release(void *ref);
 
@@ -226,12 +225,6 @@ dispatch_result_t dispatch_get_begin(struct dispatch_ctx *d,
  * bound was partly sent, and the error line follows it).
  */
 void dispatch_get_finish(struct dispatch_ctx *d, const char *error);
-/*
- * Write the next piece of a key dump: until the output bound or a batch
- * of items (so other connections get their turn). DISPATCH_DONE once
- * "END" is queued, else DISPATCH_MORE_DUMP.
- */
-dispatch_result_t dispatch_dump_more(struct dispatch_ctx *d);
 /* The data block is in ctx->data; store it and answer. */
 void dispatch_data_done(struct dispatch_ctx *d);
 /* The current piece is full: true if data/ndata now name the next one. */

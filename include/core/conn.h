@@ -84,7 +84,6 @@ void         conn_free_all(struct conn_list *list);
 /* Free the calling thread's spare read buffers and request contexts (a
  * worker, as its loop ends). */
 void         conn_pool_drain(void);
-/* Emit `stats conns` lines for the list's connections. */
 /*
  * Busy time of this thread's current event-loop turn: with timing on,
  * the first connection callback of a turn notes the time, and
@@ -99,6 +98,7 @@ uint64_t     conn_turn_take(void);
  * list's owning worker may call it.
  */
 void         conn_kick_idle(struct conn_list *list, uint32_t timeout);
+/* Emit `stats conns` lines for the list's connections. */
 void         conn_list_stats(struct conn_list *list,
                              void (*emit)(void *, const char *, const char *),
                              void *ctx);

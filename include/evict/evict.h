@@ -6,9 +6,11 @@
  * evict_run(cls). It tries the configured policies in order (e.g.
  * "lra,lru", like twemcache's bitmask) until one frees memory usable by
  * cls: a chunk on its free list, or a whole slab re-carved for it.
- * Policies see storage only through its public slab-table and item APIs
- * (slab.h, item.h); storage knows nothing of them (it is a layer below,
- * and its headers cannot include this one).
+ * Policies see storage only through its public headers: the slab table
+ * and items (slab.h, item.h), and the flash tier's counts of stubs and
+ * live records (flash.h, which decide whether a slab of stubs is kept);
+ * storage knows nothing of them (it is a layer below, and its headers
+ * cannot include this one).
  */
 #ifndef SC_EVICT_H
 #define SC_EVICT_H
@@ -85,7 +87,8 @@ bool            evict_slab_last_other(uint32_t sid, uint8_t cls);
  * half of memory (48 bytes per flash item) and point mostly at live
  * records. Moving a slab of values
  * loses none of them (they go to flash, each leaving a 48-byte stub);
- * moving a slab of stubs loses 21,845 flash items.
+ * moving a slab of stubs loses every flash item it points at (a slab's
+ * worth of 48-byte stubs).
  */
 bool            evict_slab_kept(uint32_t sid, uint8_t cls);
 /* The stubs' class while its slabs are kept (above), else 0. */
@@ -148,7 +151,7 @@ void            evict_auto_note_move(void);
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */
-uint64_t        evict_random(void);
+uint64_t        evict_rand64(void);
 
 /* `slabs reassign <src> <dst>`, memcached's answers (evict_reassign.c). */
 typedef enum evict_reassign {

@@ -27,9 +27,9 @@
  * touches sockets: done() is how the caller learns.
  *
  * Why a ring: a read through the pool costs two thread hand-offs (a
- * futex wake to the reader, a pipe write back), about 45 us of a flash
- * hit's 93 us when the record is in the page cache (measured, session
- * 13, notes/flash.md); with the ring the worker submits and reaps itself.
+ * futex wake to the reader, a pipe write back), about half of a flash
+ * hit's time when the record is in the page cache (notes/flash.md); with
+ * the ring the worker submits and reaps itself.
  *
  * The file is a cache: it is truncated to its size at start, and nothing
  * in it is read back after a restart -- unless the start is a warm restart

@@ -111,7 +111,7 @@ answer(struct dispatch_ctx *d, bool noreply, const char *text)
 #define DUMP_BATCH 256          /* items per turn of a dump */
 
 size_t
-dispatch_dump_line(const struct item_dump *it, dispatch_dump_t kind, char *line, size_t cap)
+admin_dump_line(const struct item_dump *it, dispatch_dump_t kind, char *line, size_t cap)
 {
     if (kind == DISPATCH_DUMP_MG) {
         return proto_compose_mgdump(line, cap, it->key, it->nkey, it->key_binary);
@@ -144,7 +144,7 @@ dump_end(struct dispatch_ctx *d)
  * on meanwhile, in order, bounded by the connection's output bound.
  */
 dispatch_result_t
-dispatch_dump_more(struct dispatch_ctx *d)
+admin_dump_more(struct dispatch_ctx *d)
 {
     struct item_dump it;
     char line[DISPATCH_DUMP_LINE_MAX];
@@ -157,7 +157,7 @@ dispatch_dump_more(struct dispatch_ctx *d)
         if (it.stub) {
             dispatch_flash_dump(d, &it);
         } else {
-            outq_add(d->out, line, dispatch_dump_line(&it, d->dump.kind, line, sizeof(line)));
+            outq_add(d->out, line, admin_dump_line(&it, d->dump.kind, line, sizeof(line)));
         }
         if (d->dump.left > 0 && --d->dump.left == 0) {
             dump_end(d);
@@ -176,7 +176,7 @@ dump_start(struct dispatch_ctx *d, dispatch_dump_t kind, uint64_t left)
     if (kind != DISPATCH_DUMP_CACHE) {
         dispatch_reply(d, PROTO_RSP_OK);    /* memcached 1.6.45 opens its dumps so */
     }
-    return dispatch_dump_more(d);
+    return admin_dump_more(d);
 }
 
 static void

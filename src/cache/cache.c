@@ -64,8 +64,8 @@ cache_stub_room(void)
     }
     /* More stubs than records the file still holds: some point at
      * reclaimed flash slabs. Those are freed first (the CLOCK takes dead
-     * items as it passes), rather than growing the index with dead stubs
-     * (a review found 98 % of a grown index dead). */
+     * items as it passes), rather than growing the index with dead stubs,
+     * most of which a grown index would otherwise hold. */
     /* Nor past half of memory: then the stubs' own coldest make room
      * (evict_stubs_kept, the same rule that keeps their slabs). */
     if (evict_stubs_kept() != 0 && settings.slab_reassign && evict_slab_for(cls) == EVICT_OK) {

@@ -1,7 +1,9 @@
 /*
- * dispatch.c -- map each parsed request onto storage and compose its
- * answer (see dispatch.h). One function per command family; the table
- * at the bottom routes commands to them.
+ * dispatch.c -- the classic ASCII commands: map each parsed request onto
+ * storage and compose its answer (see dispatch.h), and the fetch, CAS and
+ * arithmetic accounting the meta and binary handlers share. One function
+ * per command family; command_handler() routes commands to them. Answers
+ * are queued through the reply API (dispatch_reply.c).
  */
 #include "dispatch.h"
 
@@ -43,77 +45,12 @@ dispatch_set_shutdown(dispatch_shutdown_fn fn)
     shutdown_hook = fn;
 }
 
-/* --- output helpers --------------------------------------------------------- */
-
-void
-dispatch_reply(struct dispatch_ctx *d, proto_rsp_t rsp)
-{
-    size_t len;
-    const char *s = proto_rsp_str(rsp, &len);
-
-    if (d->log_replies) {
-        log_debug(">%d %.*s", d->fd, (int)(len >= 2 ? len - 2 : len), s);
-    }
-    outq_add(d->out, s, len);
-}
-
-void
-dispatch_reply_line(struct dispatch_ctx *d, const char *text)
-{
-    char buf[PROTO_LINE_MAX];
-    size_t n = proto_compose_line(buf, sizeof(buf), text);
-
-    if (d->log_replies) {
-        log_debug(">%d %s", d->fd, text);
-    }
-    outq_add(d->out, buf, n);
-}
-
-/* An answer the client asked not to get (noreply): -vv still logs it, as
- * memcached does ("NOREPLY STORED"). */
-void
-dispatch_reply_nr(struct dispatch_ctx *d, bool noreply, proto_rsp_t rsp)
-{
-    if (!noreply) {
-        dispatch_reply(d, rsp);
-    } else if (d->log_replies) {
-        size_t len;
-        const char *s = proto_rsp_str(rsp, &len);
-        log_debug(">%d NOREPLY %.*s", d->fd, (int)(len >= 2 ? len - 2 : len), s);
-    }
-}
-
-void
-dispatch_reply_line_nr(struct dispatch_ctx *d, bool noreply, const char *text)
-{
-    if (!noreply) {
-        dispatch_reply_line(d, text);
-    } else if (d->log_replies) {
-        log_debug(">%d NOREPLY %s", d->fd, text);
-    }
-}
-
-void
-dispatch_ref_release(void *ref)
-{
-    if (ref == NULL) {
-        return;                 /* a piece of a chained value (reply_bytes) */
-    }
-    if (dispatch_ref_is_flash(ref)) {
-        dispatch_flash_release(ref);
-        return;
-    }
-    item_release(ref);
-}
-
 /*
  * Queue "VALUE ..." and the value. A value of DISPATCH_COPY_MAX bytes or
  * more is queued by reference (the item stays referenced until written).
  * A smaller one is copied next to its header and released at once: on
  * loopback the kernel's cost per iovec outweighs a copy that small
- * (measured, notes/performance.md: kernel CPU per get 5.6-5.8 us copied
- * vs 6.6-7.1 us by reference, closed-loop throughput 1.19-1.26x vs
- * 0.92-1.03x memcached's).
+ * (notes/performance.md has the figures).
  */
 static void
 reply_value(struct dispatch_ctx *d, struct item *it, const char *key, size_t nkey,
@@ -138,75 +75,6 @@ reply_value(struct dispatch_ctx *d, struct item *it, const char *key, size_t nke
         return;
     }
     dispatch_reply_data(d, it);
-}
-
-void
-dispatch_reply_data(struct dispatch_ctx *d, struct item *it)
-{
-    dispatch_reply_bytes(d, it, it->nbytes);
-}
-
-void
-dispatch_reply_bytes(struct dispatch_ctx *d, struct item *it, uint32_t len)
-{
-    struct item_spans si;
-    char *p, *np;
-    uint32_t n, nn;
-
-    item_spans_begin(&si, it, 0, len);
-    if (len < DISPATCH_COPY_MAX) {
-        while (item_spans_next(&si, &p, &n)) {
-            outq_add(d->out, p, n);
-        }
-        item_release(it);
-        return;
-    }
-    /* By reference: a chained value as one piece per chunk, the caller's
-     * one reference on the last (pieces are sent and rolled back in
-     * order, so the item outlives all of them), which also keeps a reply
-     * from counting thousands of references. A piece that cannot be
-     * queued takes the whole value back out: never a torn value. */
-    uint64_t mark = outq_mark(d->out);
-    bool have = item_spans_next(&si, &p, &n);
-    while (have) {
-        bool more = item_spans_next(&si, &np, &nn);
-        if (outq_add_ref(d->out, p, n, more ? NULL : it) != 0) {
-            if (more) {
-                outq_rollback(d->out, mark);
-                item_release(it);
-            }
-            return;
-        }
-        p = np;
-        n = nn;
-        have = more;
-    }
-}
-
-void
-dispatch_fill_start(struct dispatch_ctx *d, struct item *it, uint32_t len)
-{
-    char *p = item_value(it);
-    uint32_t n = 0;
-
-    item_spans_begin(&d->fill, it, 0, len);
-    (void)item_spans_next(&d->fill, &p, &n);
-    d->data = p;
-    d->ndata = n;
-}
-
-bool
-dispatch_data_next(struct dispatch_ctx *d)
-{
-    char *p;
-    uint32_t n;
-
-    if (!item_spans_next(&d->fill, &p, &n)) {
-        return false;
-    }
-    d->data = p;
-    d->ndata = n;
-    return true;
 }
 
 static void
@@ -354,15 +222,6 @@ dispatch_count_cas(struct dispatch_ctx *d, item_status_t st, uint8_t cls)
     }
 }
 
-bool
-dispatch_out_full(const struct dispatch_ctx *d)
-{
-    return outq_pending(d->out) > d->out_limit ||
-           outq_copied(d->out) > d->out_copy_limit ||
-           outq_segments(d->out) > d->out_segs_limit ||
-           d->dump.flash_held >= DISPATCH_DUMP_FLASH_MAX;
-}
-
 /*
  * Keys are looked up a window at a time: hash the window, prefetch every
  * bucket, then every chain head (item_probe_prefetch), then look up and
@@ -456,7 +315,7 @@ dispatch_get_finish(struct dispatch_ctx *d, const char *error)
 
 /* A whole get line (validated up front by the parser). */
 static dispatch_result_t
-do_get(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_get(struct dispatch_ctx *d, const struct proto_req *req)
 {
     get_start(d, req);
     if (dispatch_get_keys(d, req) == DISPATCH_MORE_KEYS) {
@@ -467,7 +326,7 @@ do_get(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_update(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_update(struct dispatch_ctx *d, const struct proto_req *req)
 {
     struct item *it;
     item_status_t st;
@@ -598,7 +457,7 @@ dispatch_count_arith(struct dispatch_ctx *d, bool incr, item_status_t st, uint8_
 }
 
 static dispatch_result_t
-do_arith(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_arith(struct dispatch_ctx *d, const struct proto_req *req)
 {
     bool incr = req->cmd == PROTO_CMD_INCR;
     uint64_t value = 0;
@@ -623,7 +482,7 @@ do_arith(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_delete(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_delete(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
     uint32_t vlen = 0;
@@ -648,7 +507,7 @@ do_delete(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_touch(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_touch(struct dispatch_ctx *d, const struct proto_req *req)
 {
     uint8_t cls = 0;
     dispatch_log_lookup(d, req->key, req->nkey);
@@ -678,7 +537,7 @@ flush_refused(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
 {
     STATS_INCR(d->stats, cmd_flush);
     if (flush_refused(d, req)) {
@@ -690,7 +549,7 @@ do_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_version(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_version(struct dispatch_ctx *d, const struct proto_req *req)
 {
     (void)req;
     dispatch_reply_line(d, "VERSION " SC_PROTOCOL_VERSION);
@@ -698,7 +557,7 @@ do_version(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
 {
     if (req->has_arg) {
         log_set_level((int)req->arg);
@@ -708,7 +567,7 @@ do_verbosity(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_quit(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_quit(struct dispatch_ctx *d, const struct proto_req *req)
 {
     (void)req;
     d->close_reason = LOGGER_CLOSE_NORMAL;
@@ -721,7 +580,7 @@ do_quit(struct dispatch_ctx *d, const struct proto_req *req)
  * enabled" without -Z). A trailing noreply drops the OK only.
  */
 static dispatch_result_t
-do_refresh_certs(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_refresh_certs(struct dispatch_ctx *d, const struct proto_req *req)
 {
     char err[256];
     bool noreply = req->nsub >= 7 && memcmp(req->sub + req->nsub - 7, "noreply", 7) == 0;
@@ -742,7 +601,7 @@ do_refresh_certs(struct dispatch_ctx *d, const struct proto_req *req)
  * when there is a memory file (-e; restart.h).
  */
 static dispatch_result_t
-do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
 {
     if (!settings.shutdown_ok || shutdown_hook == NULL) {
         dispatch_reply(d, PROTO_RSP_SHUTDOWN_DISABLED);
@@ -759,7 +618,7 @@ do_shutdown(struct dispatch_ctx *d, const struct proto_req *req)
 }
 
 static dispatch_result_t
-do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
 {
     if (req->arg < MEMLIMIT_MIN_MB) {
         dispatch_reply_line_nr(d, req->noreply, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m");
@@ -776,7 +635,7 @@ do_memlimit(struct dispatch_ctx *d, const struct proto_req *req)
 
 /* Like memcached, only the first word after "stats" picks the section. */
 static dispatch_result_t
-do_stats(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_stats(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const char *cursor = req->sub, *word = req->sub;
     size_t nword = 0;
@@ -805,7 +664,7 @@ do_stats(struct dispatch_ctx *d, const struct proto_req *req)
 
 /* "config evict <list>": change the eviction stack at run time. */
 static dispatch_result_t
-do_config(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_config(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const char *cursor = req->sub, *end = req->sub + req->nsub;
     const char *name, *list;
@@ -836,29 +695,29 @@ command_handler(proto_cmd_t cmd)
     case PROTO_CMD_GET:
     case PROTO_CMD_GETS:
     case PROTO_CMD_GAT:
-    case PROTO_CMD_GATS:           return do_get;
+    case PROTO_CMD_GATS:           return cmd_get;
     case PROTO_CMD_SET:
     case PROTO_CMD_ADD:
     case PROTO_CMD_REPLACE:
     case PROTO_CMD_APPEND:
     case PROTO_CMD_PREPEND:
-    case PROTO_CMD_CAS:            return do_update;
+    case PROTO_CMD_CAS:            return cmd_update;
     case PROTO_CMD_INCR:
-    case PROTO_CMD_DECR:           return do_arith;
-    case PROTO_CMD_DELETE:         return do_delete;
-    case PROTO_CMD_TOUCH:          return do_touch;
-    case PROTO_CMD_FLUSH_ALL:      return do_flush_all;
-    case PROTO_CMD_VERSION:        return do_version;
-    case PROTO_CMD_VERBOSITY:      return do_verbosity;
-    case PROTO_CMD_QUIT:           return do_quit;
-    case PROTO_CMD_SHUTDOWN:       return do_shutdown;
-    case PROTO_CMD_REFRESH_CERTS:  return do_refresh_certs;
+    case PROTO_CMD_DECR:           return cmd_arith;
+    case PROTO_CMD_DELETE:         return cmd_delete;
+    case PROTO_CMD_TOUCH:          return cmd_touch;
+    case PROTO_CMD_FLUSH_ALL:      return cmd_flush_all;
+    case PROTO_CMD_VERSION:        return cmd_version;
+    case PROTO_CMD_VERBOSITY:      return cmd_verbosity;
+    case PROTO_CMD_QUIT:           return cmd_quit;
+    case PROTO_CMD_SHUTDOWN:       return cmd_shutdown;
+    case PROTO_CMD_REFRESH_CERTS:  return cmd_refresh_certs;
     case PROTO_CMD_SASL_LIST:          /* binary only (dispatch_bin) */
     case PROTO_CMD_SASL_AUTH:
     case PROTO_CMD_SASL_STEP:      return NULL;
-    case PROTO_CMD_CACHE_MEMLIMIT: return do_memlimit;
-    case PROTO_CMD_STATS:          return do_stats;
-    case PROTO_CMD_CONFIG:         return do_config;
+    case PROTO_CMD_CACHE_MEMLIMIT: return cmd_memlimit;
+    case PROTO_CMD_STATS:          return cmd_stats;
+    case PROTO_CMD_CONFIG:         return cmd_config;
     case PROTO_CMD_LRU_CRAWLER:    return admin_lru_crawler;
     case PROTO_CMD_SLABS:          return admin_slabs;
     case PROTO_CMD_LRU:            return admin_lru;

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin.h"
 #include "cache.h"
 #include "flash.h"
 #include "item.h"
@@ -188,7 +189,7 @@ flash_dump_finish(struct dispatch_flash *f)
     if (f->out != NULL) {
         size_t len = 0;
         if (item_dump_key_read(f->dump, &f->rd)) {
-            len = dispatch_dump_line(f->dump, f->dump_kind, f->buf, DISPATCH_DUMP_LINE_MAX);
+            len = admin_dump_line(f->dump, f->dump_kind, f->buf, DISPATCH_DUMP_LINE_MAX);
         }
         outq_ready(f->out, f->seg, len);
         conn = f->conn;

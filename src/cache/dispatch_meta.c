@@ -76,7 +76,7 @@ flag_after(const struct proto_meta *m, char a, char b)
 /* --- mg ---------------------------------------------------------------------- */
 
 static dispatch_result_t
-do_mg(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_mg(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const struct proto_meta *m = &req->meta;
     struct item_meta_get g = {
@@ -197,7 +197,7 @@ ms_keep_echo(struct dispatch_ctx *d, const struct proto_meta *m)
 }
 
 static dispatch_result_t
-do_ms(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_ms(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const struct proto_meta *m = &req->meta;
     struct item *it;
@@ -325,7 +325,7 @@ md_empty_value(const struct proto_req *req, uint8_t *cls, uint32_t *vlen)
 }
 
 static dispatch_result_t
-do_md(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_md(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const struct proto_meta *m = &req->meta;
     bool stale = proto_meta_has(m, 'I'), empty = proto_meta_has(m, 'x');
@@ -399,7 +399,7 @@ ma_vivify(const struct proto_req *req, uint64_t *value, struct item_arith_meta *
 }
 
 static dispatch_result_t
-do_ma(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_ma(struct dispatch_ctx *d, const struct proto_req *req)
 {
     const struct proto_meta *m = &req->meta;
     bool incr = m->mode == 0 || m->mode == 'I' || m->mode == '+';
@@ -469,7 +469,7 @@ do_ma(struct dispatch_ctx *d, const struct proto_req *req)
 /* --- me, mn ------------------------------------------------------------------- */
 
 static dispatch_result_t
-do_me(struct dispatch_ctx *d, const struct proto_req *req)
+cmd_me(struct dispatch_ctx *d, const struct proto_req *req)
 {
     struct item_debug dbg;
 
@@ -496,11 +496,11 @@ dispatch_meta(struct dispatch_ctx *d, const struct proto_req *req)
 {
     d->log_replies = false;
     switch (req->cmd) {
-    case PROTO_CMD_MG: return do_mg(d, req);
-    case PROTO_CMD_MS: return do_ms(d, req);
-    case PROTO_CMD_MD: return do_md(d, req);
-    case PROTO_CMD_MA: return do_ma(d, req);
-    case PROTO_CMD_ME: return do_me(d, req);
+    case PROTO_CMD_MG: return cmd_mg(d, req);
+    case PROTO_CMD_MS: return cmd_ms(d, req);
+    case PROTO_CMD_MD: return cmd_md(d, req);
+    case PROTO_CMD_MA: return cmd_ma(d, req);
+    case PROTO_CMD_ME: return cmd_me(d, req);
     default:
         log_debug(">%d MN", d->fd);            /* memcached -vv logs mn's answer */
         outq_add(d->out, "MN\r\n", 4);

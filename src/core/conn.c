@@ -36,6 +36,7 @@
 #include <event2/event.h>
 #include <event2/event_struct.h>
 
+#include "admin.h"
 #include "auth.h"
 #include "config.h"
 #include "clock.h"
@@ -1032,7 +1033,7 @@ conn_process_counted(struct conn *c, long *counted)
                 event_active(&c->ev_read, EV_READ, 0);
                 break;
             }
-            if (dispatch_dump_more(&c->a->d) == DISPATCH_DONE) {
+            if (admin_dump_more(&c->a->d) == DISPATCH_DONE) {
                 c->state = CONN_CMD;
             }
             continue;

@@ -216,13 +216,12 @@ worker_notify(struct worker *w, int value)
 /*
  * More workers than CPUs to run them on (-t above the core count, or a
  * server pinned to fewer cores): a worker hands its CPU over after a long
- * batch of events instead of at the end of a scheduler time slice.
- * Measured with -t 2 pinned to one CPU: each worker ran ~7 ms slices (130
- * preemptions/s), so a request whose connection belongs to the other
- * worker waited up to a slice (p99 4.2 ms; 0.45-0.55 ms when yielding).
- * A short batch (light load) ends in epoll_wait blocking anyway; yielding
- * after it too cost ~1.5 us of CPU per request at 30k req/s (measured).
- * sched_yield() returns at once when nothing else is runnable.
+ * batch of events instead of at the end of a scheduler time slice:
+ * otherwise a request whose connection belongs to the other worker waits
+ * up to a whole slice (notes/performance.md has the latencies). A short
+ * batch (light load) ends in epoll_wait blocking anyway; yielding after it
+ * too would cost CPU on every request. sched_yield() returns at once when
+ * nothing else is runnable.
  */
 #define YIELD_AFTER_NS 100000   /* a batch this long hands the CPU over */
 

@@ -233,19 +233,11 @@ evict_automove_level(void)
 }
 
 /*
- * A slab of another class with nothing allocated in it is free memory
- * carved for the wrong size: moving it evicts nothing, so it goes before
- * any policy is asked to judge victims. Without this a value that grows
- * by appends leaves an empty slab in every class it passes through (58 of
- * -m 64's 64 slabs at -f 1.08), and the policies drop live slabs while
- * those sit idle. Under the first-slab rule a class's only slab stays.
- */
-/*
  * The slab evict_slab_for() last gave a class (the flash tier's stubs,
  * which ask before they run out): empty because it was just given, not
  * because its class does not need it. Taking it back as "empty" at once
- * passed it around in a circle (2 slab moves per set in flash-bench), so
- * it is spared for EVICT_GIVEN_MS.
+ * would pass it around in a circle (a slab move per set),
+ * so it is spared for EVICT_GIVEN_MS.
  */
 #define EVICT_GIVEN_MS 1000
 static _Atomic uint32_t given_sid = SLAB_ID_NONE;
@@ -268,6 +260,15 @@ slab_spared(uint32_t sid)
     return run_spare != 0 && slab_table_info(sid, &info) && info.cls == run_spare;
 }
 
+/*
+ * A slab of another class with nothing allocated in it is free memory
+ * carved for the wrong size: moving it evicts nothing, so it goes before
+ * any policy is asked to judge victims. Without this a value that grows
+ * by appends leaves an empty slab in every class it passes through, and
+ * the policies drop live slabs while those sit idle (notes/eviction.md).
+ * Under the first-slab rule a class's only slab stays; a slab just given
+ * and the class a run spares are skipped too.
+ */
 static bool
 take_empty_slab(uint8_t cls, uint32_t *freed)
 {
@@ -467,11 +468,10 @@ slab_owned_by(uint32_t sid, uint8_t cls)
  * The victim is a slab of the class asking: re-carving it for the same
  * class would gain nothing, and could rescue none of its read items (their
  * class's free chunks would have to come from the slab itself), so a class
- * holding one slab lost every item at each slab eviction (plain `lrc` at
- * -m 64 on the mixed load: 22 items kept in a 12 KB class where `lru` kept
- * 82). Its own memory is judged item by item instead: probation, then the
- * CLOCK hand (judging the slab's items in place measured 0.911 there, this
- * 0.920; notes/eviction.md). A class with nothing to judge re-carves it.
+ * holding one slab lost every item at each slab eviction. Its own memory
+ * is judged item by item instead: probation, then the CLOCK hand, which
+ * keeps more than judging the slab's items in place (notes/eviction.md
+ * has both measurements). A class with nothing to judge re-carves it.
  */
 static evict_rstatus_t
 evict_slab_own(uint32_t sid, struct evict_req *req)
@@ -597,7 +597,7 @@ evict_skipped_busy(void)
 }
 
 uint64_t
-evict_random(void)
+evict_rand64(void)
 {
     static _Thread_local uint64_t state;
 

@@ -1,6 +1,6 @@
 /*
- * evict_bg.c -- the background evictor (after CacheLib's, see
- * shared/seeds/002_*): keep a small reserve of free chunks in each class
+ * evict_bg.c -- the background evictor (after CacheLib's background
+ * evictors): keep a small reserve of free chunks in each class
  * that is allocating while memory is full, so a set rarely evicts inline.
  *
  * The cache layer (cache_alloc) reports a class below the reserve with

@@ -10,11 +10,11 @@
  * later than the requester's least recently accessed slab. Re-carving its
  * own slab moves no memory to the class; when the workload has moved on
  * (the seed experiment) the other classes' slabs are all colder, and with
- * uniform draws over every slab the newest class stalled near 50 of 64
- * slabs (below 48 in ~10% of 100 MB phases; notes/eviction.md). When
- * every class is busy (a steady mixed load) the own pick mostly stands,
- * which keeps uniform draws' balance: always taking another class's slab
- * there cost 0.80 -> 0.64 in steady hit ratio.
+ * uniform draws over every slab the newest class stalled short of the
+ * slabs the experiment requires. When every class is busy (a steady mixed
+ * load) the own pick mostly stands, which keeps uniform draws' balance:
+ * always taking another class's slab there lowers the steady hit ratio
+ * (notes/eviction.md has both measurements).
  */
 #include "evict.h"
 #include "item.h"
@@ -34,14 +34,14 @@ random_draw(uint8_t cls, uint32_t n, uint32_t *sid, uint32_t *fallback)
     struct slab_info info, alt;
     uint64_t own_coldest;
 
-    *sid = (uint32_t)(evict_random() % n);
+    *sid = (uint32_t)(evict_rand64() % n);
     *fallback = SLAB_ID_NONE;
     if (!slab_table_info(*sid, &info) || info.cls != cls ||
         slab_class_slabs(cls) >= n) {
         return;
     }
     for (int i = 0; i < RANDOM_REDRAWS; i++) {
-        uint32_t other = (uint32_t)(evict_random() % n);
+        uint32_t other = (uint32_t)(evict_rand64() % n);
         if (slab_table_info(other, &alt) && alt.cls != cls && alt.cls != 0) {
             if (slab_class_coldest(cls, &own_coldest) &&
                 alt.accessed_ms <= own_coldest) {
@@ -92,8 +92,8 @@ random_pass(struct evict_req *req)
  * Alone: if every draw was another class's only slab (most of them, when
  * a small cache has more active classes than slabs), or every pick failed
  * otherwise, the class judges its own items, as a draw of its own slab
- * would have: before this, 16,234 of 68,154 sets at -m 32 on the mixed
- * load found no victim and were refused.
+ * would have; without it, a set that finds no victim is refused, as many
+ * were in a small cache with many active classes (notes/eviction.md).
  */
 static evict_rstatus_t
 random_evict(struct evict_req *req)

@@ -90,8 +90,9 @@ proto_tok_u32(struct tok t, uint32_t *out)
 {
     uint64_t v;
 
-    if (t.n > MC_U32_DIGITS || !num_parse_u64(t.p, t.n, &v) || v > UINT32_MAX)
+    if (t.n > MC_U32_DIGITS || !num_parse_u64(t.p, t.n, &v) || v > UINT32_MAX) {
         return false;
+    }
     *out = (uint32_t)v;
     return true;
 }
@@ -101,8 +102,9 @@ proto_tok_i32(struct tok t, int32_t *out)
 {
     int64_t v;
 
-    if (t.n > MC_U32_DIGITS || !num_parse_i64(t.p, t.n, &v) || v < INT32_MIN || v > INT32_MAX)
+    if (t.n > MC_U32_DIGITS || !num_parse_i64(t.p, t.n, &v) || v < INT32_MIN || v > INT32_MAX) {
         return false;
+    }
     *out = (int32_t)v;
     return true;
 }
@@ -136,17 +138,21 @@ tokenize(struct line *ln)
         const char *s;
         struct tok t;
 
-        while (p < ln->end && *p == ' ')
+        while (p < ln->end && *p == ' ') {
             p++;
-        if (p == ln->end)
+        }
+        if (p == ln->end) {
             break;
+        }
         s = p;
-        while (p < ln->end && *p != ' ')
+        while (p < ln->end && *p != ' ') {
             p++;
+        }
         t.p = s;
         t.n = (size_t)(p - s);
-        if (ln->ntok < TOK_KEEP)
+        if (ln->ntok < TOK_KEEP) {
             ln->tok[ln->ntok] = t;
+        }
         ln->last = t;
         ln->ntok++;
     }
@@ -158,10 +164,12 @@ rest_of_line(const struct line *ln, const char **sub, size_t *nsub)
 {
     const char *p = ln->tok[0].p + ln->tok[0].n, *end = ln->end;
 
-    while (p < end && *p == ' ')
+    while (p < end && *p == ' ') {
         p++;
-    while (end > p && end[-1] == ' ')
+    }
+    while (end > p && end[-1] == ' ') {
         end--;
+    }
     *sub = p;
     *nsub = (size_t)(end - p);
 }
@@ -181,8 +189,9 @@ proto_fail(struct proto_req *req, const char *msg)
 static void
 noreply_maybe(const struct line *ln, struct proto_req *req)
 {
-    if (proto_tok_is(ln->last, "noreply"))
+    if (proto_tok_is(ln->last, "noreply")) {
         req->noreply = true;
+    }
 }
 
 bool
@@ -212,11 +221,13 @@ parse_storage(const struct line *ln, struct proto_req *req)
     int32_t exptime = 0, vlen;
     bool ok;
 
-    if (ln->ntok < 5)
+    if (ln->ntok < 5) {
         return proto_fail(req, ERR_FORMAT);
+    }
     set_key(req, ln->tok[1]);
-    if (!proto_tok_i32(ln->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2)
+    if (!proto_tok_i32(ln->tok[4], &vlen) || vlen < 0 || vlen > INT32_MAX - 2) {
         return proto_fail(req, ERR_FORMAT);
+    }
     noreply_maybe(ln, req);     /* not before: the error above is answered */
     req->vlen = (uint32_t)vlen;
     ok = proto_key_ok(ln->tok[1]) && proto_mc_strtoul(ln->tok[2], &req->flags) &&
@@ -240,10 +251,12 @@ set_keys(const char *from, const char *end, struct proto_req *req)
     req->keys = from;
     req->keys_end = end;
     while (proto_key_next(&cur, end, &k, &nk)) {
-        if (req->key == NULL)
+        if (req->key == NULL) {
             set_key(req, (struct tok){k, nk});
-        if (nk > PROTO_KEY_MAX)
+        }
+        if (nk > PROTO_KEY_MAX) {
             return proto_fail(req, ERR_FORMAT);
+        }
     }
     return PROTO_OK;
 }
@@ -254,13 +267,16 @@ parse_get(const struct line *ln, struct proto_req *req)
     bool get = req->cmd == PROTO_CMD_GET || req->cmd == PROTO_CMD_GETS;
     int32_t exptime;
 
-    if (ln->ntok < (get ? 2u : 3u))
+    if (ln->ntok < (get ? 2u : 3u)) {
         return proto_fail(req, ERR_FORMAT);
+    }
     struct tok t1 = ln->tok[1];
-    if (get)
+    if (get) {
         return set_keys(t1.p, ln->end, req);
-    if (!proto_tok_i32(t1, &exptime))
+    }
+    if (!proto_tok_i32(t1, &exptime)) {
         return proto_fail(req, ERR_EXPTIME);
+    }
     req->exptime = exptime;
     return set_keys(t1.p + t1.n, ln->end, req);
 }
@@ -268,14 +284,17 @@ parse_get(const struct line *ln, struct proto_req *req)
 static proto_status_t
 parse_arith(const struct line *ln, struct proto_req *req)
 {
-    if (ln->ntok < 3)
+    if (ln->ntok < 3) {
         return proto_fail(req, ERR_FORMAT);
+    }
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
-    if (!proto_key_ok(ln->tok[1]))
+    if (!proto_key_ok(ln->tok[1])) {
         return proto_fail(req, ERR_FORMAT);
-    if (!proto_tok_u64(ln->tok[2], &req->delta))
+    }
+    if (!proto_tok_u64(ln->tok[2], &req->delta)) {
         return proto_fail(req, ERR_DELTA);
+    }
     return PROTO_OK;
 }
 
@@ -284,14 +303,17 @@ parse_touch(const struct line *ln, struct proto_req *req)
 {
     int32_t exptime;
 
-    if (ln->ntok < 3)
+    if (ln->ntok < 3) {
         return proto_fail(req, ERR_FORMAT);
+    }
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
-    if (!proto_key_ok(ln->tok[1]))
+    if (!proto_key_ok(ln->tok[1])) {
         return proto_fail(req, ERR_FORMAT);
-    if (!proto_tok_i32(ln->tok[2], &exptime))
+    }
+    if (!proto_tok_i32(ln->tok[2], &exptime)) {
         return proto_fail(req, ERR_EXPTIME);
+    }
     req->exptime = exptime;
     return PROTO_OK;
 }
@@ -301,12 +323,14 @@ parse_touch(const struct line *ln, struct proto_req *req)
 static proto_status_t
 parse_delete(const struct line *ln, struct proto_req *req)
 {
-    if (ln->ntok < 2)
+    if (ln->ntok < 2) {
         return proto_fail(req, ERR_FORMAT);
+    }
     noreply_maybe(ln, req);
     set_key(req, ln->tok[1]);
-    if (!proto_key_ok(ln->tok[1]))
+    if (!proto_key_ok(ln->tok[1])) {
         return proto_fail(req, ERR_FORMAT);
+    }
     return PROTO_OK;
 }
 
@@ -317,10 +341,12 @@ parse_flush_all(const struct line *ln, struct proto_req *req)
     int32_t delay;
 
     noreply_maybe(ln, req);
-    if (ln->ntok == (req->noreply ? 2u : 1u))
+    if (ln->ntok == (req->noreply ? 2u : 1u)) {
         return PROTO_OK;
-    if (!proto_tok_i32(ln->tok[1], &delay))
+    }
+    if (!proto_tok_i32(ln->tok[1], &delay)) {
         return proto_fail(req, ERR_EXPTIME);
+    }
     req->arg = delay;
     req->has_arg = true;
     return PROTO_OK;
@@ -333,8 +359,9 @@ parse_u32_arg(const struct line *ln, struct proto_req *req, const char *err)
     uint32_t v;
 
     noreply_maybe(ln, req);
-    if (ln->ntok < 2 || !proto_tok_u32(ln->tok[1], &v))
+    if (ln->ntok < 2 || !proto_tok_u32(ln->tok[1], &v)) {
         return proto_fail(req, err);
+    }
     req->arg = v;
     req->has_arg = true;
     return PROTO_OK;
@@ -417,8 +444,9 @@ static const struct command *
 command_find(const struct command *table, size_t n, struct tok name)
 {
     for (size_t i = 0; i < n; i++) {
-        if (proto_tok_is(name, table[i].name))
+        if (proto_tok_is(name, table[i].name)) {
             return &table[i];
+        }
     }
     return NULL;
 }
@@ -442,18 +470,21 @@ dispatch(const struct line *ln, struct proto_req *req)
     const struct command *c;
 
     /* Two letters starting with 'm' are meta commands, as in memcached. */
-    if (name.n == 2 && name.p[0] == 'm' && strchr("gsdane", name.p[1]) != NULL)
+    if (name.n == 2 && name.p[0] == 'm' && strchr("gsdane", name.p[1]) != NULL) {
         return proto_parse_meta(ln, req);
+    }
     c = command_find(commands, sizeof(commands) / sizeof(commands[0]), name);
-    if (c == NULL && ln->ntok > 0)
+    if (c == NULL && ln->ntok > 0) {
         c = command_find(admin_commands, sizeof(admin_commands) / sizeof(admin_commands[0]),
                          ln->tok[0]);
+    }
     if (c != NULL) {
         req->cmd = c->cmd;
         return c->parse(ln, req);
     }
-    if (looks_like_http(ln))
+    if (looks_like_http(ln)) {
         return PROTO_CLOSE;
+    }
     noreply_maybe(ln, req);     /* "foo noreply" is answered with nothing */
     return proto_fail(req, ERR_ERROR);
 }
@@ -491,8 +522,9 @@ stream_keys(const char *buf, const char *from, size_t len,
 {
     const char *end = buf + len, *last = end;
 
-    while (last > from && last[-1] != ' ')
+    while (last > from && last[-1] != ' ') {
         last--;
+    }
     if ((size_t)(end - last) > PROTO_KEY_MAX) {
         *consumed = len;
         req->swallow_line = true;
@@ -520,13 +552,15 @@ stream_chunk(const char *buf, const char *from, size_t len,
     const char *scan_end = nl != NULL ? nl : buf + len;
     const char *end = memchr(from, '\0', (size_t)(scan_end - from));
 
-    if (end == NULL && nl == NULL)
+    if (end == NULL && nl == NULL) {
         return stream_keys(buf, from, len, req, consumed);
+    }
     *consumed = nl != NULL ? (size_t)(nl - buf) + 1 : len;
     if (end == NULL) {
         end = nl;
-        if (end > buf && end[-1] == '\r')
+        if (end > buf && end[-1] == '\r') {
             end--;
+        }
     } else {
         req->swallow_line = nl == NULL;
     }
@@ -545,32 +579,40 @@ incomplete_line(const char *buf, size_t len, struct proto_req *req,
     const char *p = buf, *end = buf + len;
     size_t i;
 
-    if (len <= PROTO_LINE_MAX)
+    if (len <= PROTO_LINE_MAX) {
         return PROTO_AGAIN;
-    while (p < end && *p == ' ')
-        p++;
-    if (p - buf > MC_SPACE_SKIP)
-        return PROTO_CLOSE;
-    for (i = 0; i < sizeof(stream_cmds) / sizeof(stream_cmds[0]); i++) {
-        if (starts_with(p, end, stream_cmds[i].prefix))
-            break;
     }
-    if (i == sizeof(stream_cmds) / sizeof(stream_cmds[0]))
+    while (p < end && *p == ' ') {
+        p++;
+    }
+    if (p - buf > MC_SPACE_SKIP) {
         return PROTO_CLOSE;
+    }
+    for (i = 0; i < sizeof(stream_cmds) / sizeof(stream_cmds[0]); i++) {
+        if (starts_with(p, end, stream_cmds[i].prefix)) {
+            break;
+        }
+    }
+    if (i == sizeof(stream_cmds) / sizeof(stream_cmds[0])) {
+        return PROTO_CLOSE;
+    }
     req->cmd = stream_cmds[i].cmd;
     p += strlen(stream_cmds[i].prefix);
     if (stream_cmds[i].exptime) {
         struct tok t;
         int32_t exptime;
 
-        while (p < end && *p == ' ')
+        while (p < end && *p == ' ') {
             p++;
+        }
         t.p = p;
-        while (p < end && *p != ' ')
+        while (p < end && *p != ' ') {
             p++;
+        }
         t.n = (size_t)(p - t.p);
-        if (p == end)
+        if (p == end) {
             return PROTO_CLOSE;     /* a 2 KB exptime is no request */
+        }
         if (!proto_tok_i32(t, &exptime)) {
             *consumed = len;
             req->swallow_line = true;
@@ -601,22 +643,26 @@ proto_parse(const char *buf, size_t len, struct proto_req *req,
 
     memset(req, 0, offsetof(struct proto_req, meta));
     *consumed = 0;
-    if (nl == NULL)
+    if (nl == NULL) {
         return incomplete_line(buf, len, req, consumed);
+    }
     *consumed = (size_t)(nl - buf) + 1;
 
     /* Shorter than the shortest request: memcached 1.6.45 says so. */
-    if (*consumed < MC_LINE_MIN)
+    if (*consumed < MC_LINE_MIN) {
         return proto_fail(req, ERR_FORMAT);
+    }
     ln.start = buf;
     ln.end = nl;
     /* memcached strips "\r" only when something precedes it. */
-    if (nl - buf > 1 && nl[-1] == '\r')
+    if (nl - buf > 1 && nl[-1] == '\r') {
         ln.end--;
+    }
     /* It then treats the line as a C string: a NUL ends it early. */
     nul = memchr(buf, '\0', (size_t)(ln.end - buf));
-    if (nul != NULL)
+    if (nul != NULL) {
         ln.end = nul;
+    }
 
     tokenize(&ln);
     return dispatch(&ln, req);
@@ -628,15 +674,17 @@ proto_key_next(const char **cursor, const char *end, const char **key,
 {
     const char *p = *cursor;
 
-    while (p < end && *p == ' ')
+    while (p < end && *p == ' ') {
         p++;
+    }
     if (p == end) {
         *cursor = p;
         return false;
     }
     *key = p;
-    while (p < end && *p != ' ')
+    while (p < end && *p != ' ') {
         p++;
+    }
     *nkey = (size_t)(p - *key);
     *cursor = p;
     return true;

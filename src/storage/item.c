@@ -3,7 +3,10 @@
  * get/touch/delete/flush semantics (see item.h for the reference counting
  * and lock order rules). The module's other files: item_clock.c
  * (allocation and the CLOCK), item_slab.c (emptying slabs, walks),
- * item_store.c (stores and arithmetic); item_int.h is what they share.
+ * item_store.c (stores and arithmetic), item_chain.c (values larger than
+ * a chunk, as chains), item_flash.c (stubs of flash-resident items),
+ * item_restore.c (relinking after a warm restart); item_int.h is what
+ * they share.
  *
  * Expired and flushed items are removed lazily: whoever finds one under
  * its partition lock unlinks it. Allocation reclaims expired items just
@@ -245,8 +248,9 @@ do_item_replace_as(struct item *old, struct item *it, uint32_t hv, uint64_t cas)
 {
     /* A new value for a key whose value was read has earned its place:
      * with every overwrite of a hot key on probation, new keys were judged
-     * sooner and the mixed load's gain (0.013 in simulation) vanished. An
-     * overwrite of a value nobody read is as new as a new key (0.001). */
+     * sooner and the mixed load's gain from probation vanished. An
+     * overwrite of a value nobody read is as new as a new key (both
+     * simulated: notes/eviction.md). */
     bool fresh = !(item_iflags(old) & ITEM_FETCHED);
 
     do_item_unlink(old, hv);

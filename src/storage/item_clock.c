@@ -11,8 +11,8 @@
  * FIFO is that full, the oldest new item never read goes before the hand
  * is asked; one read stays where it is and leaves probation. With a plain
  * CLOCK every item stored after a miss held its chunk for a whole lap of
- * the hand, read or not: on the mixed-size Zipf load that put `lru` 0.004
- * below memcached's segmented LRU at -m 64 (notes/eviction.md).
+ * the hand, read or not, which put `lru` below memcached's segmented LRU
+ * on the mixed-size Zipf load (notes/eviction.md).
  */
 #include "item.h"
 
@@ -705,7 +705,7 @@ item_alloc_try(const char *key, size_t nkey, uint32_t flags, rel_time_t exptime,
      * chunk or a fresh slab is taken, as memcached does before allocating:
      * memory does not grow while expired items sit in the class. Only a
      * class that ever held an item with an exptime, or after a flush_all,
-     * can have any: others skip the look (2 % of a set's cost). */
+     * can have any: others skip the look, a measurable part of a set. */
     if (item_class_may_hold_dead(cls)) {
         (void)item_clock_pull(cls, false, 1);
     } else {

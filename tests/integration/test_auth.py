@@ -17,12 +17,12 @@ from sclib import (Client, Server, check, eq, require_reference, run_all,
 
 MEMCACHED = os.environ.get("MEMCACHED", shutil.which("memcached") or "/usr/bin/memcached")
 
-# Each session is a list of packets, each sent after the answer to the
+# Each script is a list of packets, each sent after the answer to the
 # previous one: while unauthenticated, memcached answers only one command
 # per read, leaving pipelined ones unanswered until more input arrives;
 # slabcache answers every line (a deviation, notes/compatibility.md), so
 # the comparison sends one command per packet.
-SESSIONS = {
+SCRIPTS = {
     "before_auth": [b"get foo\r\n", b"stats\r\n", b"version\r\n"],
     "wrong_password": [b"set x 0 0 10\r\nalice nope\r\n", b"get x\r\n"],
     "wrong_user": [b"set x 0 0 11\r\nmallory pw1\r\n"],
@@ -42,7 +42,7 @@ SESSIONS = {
 # line shorter than 6 bytes closes the connection; a data block that does
 # not end its length with "\r\n" is refused and what follows is read as
 # lines; a block over the limit is refused with the line only.
-NEWER_SESSIONS = {
+NEWER_SCRIPTS = {
     "short_line_closes": [b"get foo\r\n", b"mn\r\n", b"version\r\n"],
     "quit_is_a_short_line": [b"quit\r\n", b"version\r\n"],
     "block_of_the_wrong_length": [b"set x 0 0 3\r\nabcde\r\n", b"version\r\n"],
@@ -60,7 +60,7 @@ def auth_file(tmp, text=CREDS):
     return path
 
 
-def run_session(port, packets):
+def run_script(port, packets):
     out = b""
     with Client(port) as c:
         for data in packets if isinstance(packets, list) else [packets]:
@@ -76,15 +76,15 @@ def normalize(out):
 
 
 @test
-def sessions_match_memcached():
+def scripts_match_memcached():
     require_reference(MEMCACHED)
     ref = MEMCACHED
     with tempfile.TemporaryDirectory() as tmp:
         path = auth_file(tmp)
         with Server("-Y", path) as mine, Server("-Y", path, binary=ref) as theirs:
-            for name, data in SESSIONS.items():
-                got, want = run_session(mine.port, data), run_session(theirs.port, data)
-                eq(normalize(got), normalize(want), "session %s" % name)
+            for name, data in SCRIPTS.items():
+                got, want = run_script(mine.port, data), run_script(theirs.port, data)
+                eq(normalize(got), normalize(want), "script %s" % name)
             # counters, read after authenticating
             with Client(mine.port) as c1, Client(theirs.port) as c2:
                 for c in (c1, c2):
@@ -100,16 +100,16 @@ def sessions_match_memcached():
 
 
 @test
-def sessions_match_the_newest_memcached():
+def scripts_match_the_newest_memcached():
     if not os.access(NEWEST, os.X_OK):
         raise SkipCheck("the newest memcached (%s) is not installed: "
                         "scripts/build-memcached-newest.sh" % NEWEST)
     with tempfile.TemporaryDirectory() as tmp:
         path = auth_file(tmp)
         with Server("-Y", path) as mine, Server("-Y", path, binary=NEWEST) as theirs:
-            for name, data in NEWER_SESSIONS.items():
-                got, want = run_session(mine.port, data), run_session(theirs.port, data)
-                eq(got, want, "session %s" % name)
+            for name, data in NEWER_SCRIPTS.items():
+                got, want = run_script(mine.port, data), run_script(theirs.port, data)
+                eq(got, want, "script %s" % name)
 
 
 @test
@@ -118,9 +118,9 @@ def every_line_answered_and_block_checked():
     slabcache_only()
     with tempfile.TemporaryDirectory() as tmp:
         with Server("-Y", auth_file(tmp)) as s:
-            eq(run_session(s.port, b"get a\r\nget b\r\nversion\r\n"),
+            eq(run_script(s.port, b"get a\r\nget b\r\nversion\r\n"),
                b"CLIENT_ERROR unauthenticated\r\n" * 3, "each pipelined line answered")
-            eq(run_session(s.port, b"set x 0 0 3\r\nabcdeget a b c\r\n"),
+            eq(run_script(s.port, b"set x 0 0 3\r\nabcdeget a b c\r\n"),
                b"CLIENT_ERROR bad command line termination\r\n"
                b"CLIENT_ERROR unauthenticated\r\n", "a block of the wrong length")
             with Client(s.port) as c:       # the rest, "\n", is a line too short
@@ -128,13 +128,13 @@ def every_line_answered_and_block_checked():
                 eq(c.read_line(), b"CLIENT_ERROR bad command line termination",
                    "a block one byte short")
                 check(c.wait_closed(timeout=5), "its rest, a line shorter than 6 bytes, closes")
-            eq(run_session(s.port, [b"set x 0 0 9\r\nali", b"ce pw1\r\n", b"version\r\n"]),
+            eq(run_script(s.port, [b"set x 0 0 9\r\nali", b"ce pw1\r\n", b"version\r\n"]),
                b"STORED\r\nVERSION 1.6.45\r\n", "a block split over packets")
             with Client(s.port) as c:       # junk with no newline: closed
                 c.send(b"x" * 3000)
                 check(c.wait_closed(timeout=5), "2 KB without a newline closes")
             # an absurd block: refused, not buffered; what follows is lines
-            eq(run_session(s.port, b"set x 0 0 1000000000\r\nversion\r\n"),
+            eq(run_script(s.port, b"set x 0 0 1000000000\r\nversion\r\n"),
                b"CLIENT_ERROR auth token too long\r\nCLIENT_ERROR unauthenticated\r\n",
                "a 1 GB auth block")
 
@@ -145,16 +145,16 @@ def sighup_reloads_the_file():
     with tempfile.TemporaryDirectory() as tmp:
         path = auth_file(tmp)
         with Server("-Y", path) as s:
-            eq(run_session(s.port, b"set x 0 0 8\r\ncarl pw3\r\n"),
+            eq(run_script(s.port, b"set x 0 0 8\r\ncarl pw3\r\n"),
                b"CLIENT_ERROR authentication failure\r\n", "carl unknown")
             with Client(s.port) as kept:           # authenticated before the reload
                 kept.send(b"set x 0 0 9\r\nalice pw1\r\n")
                 eq(kept.read_line(), b"STORED", "alice")
                 auth_file(tmp, "carl:pw3\n")
                 os.kill(s.pid, signal.SIGHUP)
-                check(wait_until(lambda: run_session(s.port, b"set x 0 0 8\r\ncarl pw3\r\n")
+                check(wait_until(lambda: run_script(s.port, b"set x 0 0 8\r\ncarl pw3\r\n")
                                  == b"STORED\r\n", timeout=5), "carl after SIGHUP")
-                eq(run_session(s.port, b"set x 0 0 9\r\nalice pw1\r\n"),
+                eq(run_script(s.port, b"set x 0 0 9\r\nalice pw1\r\n"),
                    b"CLIENT_ERROR authentication failure\r\n", "alice removed")
                 kept.send(b"set k 0 0 1\r\nv\r\n")
                 eq(kept.read_line(), b"STORED", "an authenticated connection stays so")
@@ -162,7 +162,7 @@ def sighup_reloads_the_file():
             auth_file(tmp, "no colon here\n")
             os.kill(s.pid, signal.SIGHUP)
             time.sleep(0.3)
-            eq(run_session(s.port, b"set x 0 0 8\r\ncarl pw3\r\n"), b"STORED\r\n",
+            eq(run_script(s.port, b"set x 0 0 8\r\ncarl pw3\r\n"), b"STORED\r\n",
                "old entries kept after a bad reload")
             check(s.alive(), "still running")
 
@@ -200,7 +200,7 @@ def binary_clients_are_not_served_with_auth():
         with Server("-Y", auth_file(tmp)) as s:
             # a binary get: not the auth exchange, so memcached's ASCII answer
             pkt = bytes([0x80, 0x00, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0] + [0] * 8) + b"k"
-            out = run_session(s.port, pkt + b"\r\n")
+            out = run_script(s.port, pkt + b"\r\n")
             check(out.startswith(b"CLIENT_ERROR unauthenticated"), repr(out[:60]))
 
 

@@ -94,8 +94,8 @@ def normalize_stats(packets):
             else p for p in packets]
 
 
-def compare(session, args=(), server_args=()):
-    """Run the session (a list of request byte strings, one exchange each)
+def compare(script, args=(), server_args=()):
+    """Run the script (a list of request byte strings, one exchange each)
     against memcached and the server under test."""
     outs = []
     for binary in (REF, None):
@@ -103,7 +103,7 @@ def compare(session, args=(), server_args=()):
         with Server("-m", "64", *extra, *server_args, binary=binary) as s:
             sock = socket.create_connection((HOST, s.port), timeout=5)
             got = []
-            for chunk in session:
+            for chunk in script:
                 try:
                     sock.sendall(chunk)
                 except (BrokenPipeError, ConnectionResetError):
@@ -116,7 +116,7 @@ def compare(session, args=(), server_args=()):
             sock.close()
             outs.append(got)
     for i, (a, b) in enumerate(zip(outs[0], outs[1])):
-        eq(b, a, "exchange %d (%r)" % (i, session[i][:40]))
+        eq(b, a, "exchange %d (%r)" % (i, script[i][:40]))
     eq(len(outs[1]), len(outs[0]), "exchanges")
 
 
@@ -305,7 +305,7 @@ def expirations_are_unsigned():
 
 @test
 def counters_after_binary_traffic():
-    session = (req("set", b"a", store_extras(), b"x") + req("get", b"a")
+    script = (req("set", b"a", store_extras(), b"x") + req("get", b"a")
                + req("get", b"nope") + req("getq", b"nope2")
                + req("touch", b"a", struct.pack(">I", 10))
                + req("set", b"a", store_extras(), b"y", cas=1)
@@ -322,7 +322,7 @@ def counters_after_binary_traffic():
     for binary in (REF, None):
         with Server("-m", "64", binary=binary) as s:
             sock = socket.create_connection((HOST, s.port), timeout=5)
-            sock.sendall(session)
+            sock.sendall(script)
             read_packets(sock)
             sock.close()
             st = s.client().stats()

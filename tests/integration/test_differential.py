@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Differential test: the same scripted sessions against memcached 1.6.18 and
+"""Differential test: the same scripted scripts against memcached 1.6.18 and
 slabcache must produce the same reply bytes.
 
-Run: SLABCACHE=path/to/slabcache python3 tests/integration/test_differential.py [session names]
+Run: SLABCACHE=path/to/slabcache python3 tests/integration/test_differential.py [script names]
 
 Environment:
   SLABCACHE      server under test (the "other" side)
@@ -11,7 +11,7 @@ Environment:
   MEMCACHED      reference binary (default /usr/bin/memcached)
   DIFF_OTHER_ARGS extra args for the other side only (to demonstrate that a
                  real difference is detected, e.g. DIFF_OTHER_ARGS="-C")
-  DIFF_JOBS      sessions run in parallel (default 8)
+  DIFF_JOBS      scripts run in parallel (default 8)
   DIFF_SHOW      print every element and memcached's (normalized) reply
 
 Exit 77 (skip) when memcached is missing or when the server under test is
@@ -29,7 +29,7 @@ otherwise.
 
 Storage commands rejected while their length field parses (key > 250
 bytes, non-numeric or out-of-range flags/exptime/cas) have their data block
-swallowed, as memcached 1.6.45 does (session storage_rejected_swallowed,
+swallowed, as memcached 1.6.45 does (script storage_rejected_swallowed,
 compared with it only): memcached 1.6.18 parsed the block as commands.
 """
 
@@ -54,14 +54,14 @@ FLAGS = ["-m", "64", "-I", "1m", "-t", "2"]
 
 
 class Sleep(float):
-    """A session element: pause this many seconds (no bytes sent)."""
+    """A script element: pause this many seconds (no bytes sent)."""
 
 
 class Newer(bytes):
-    """A session element whose answer memcached 1.6.45 changed; slabcache
+    """A script element whose answer memcached 1.6.45 changed; slabcache
     answers as 1.6.45. Its reply is compared with the newest memcached's
     ($MEMCACHED_NEWEST, default /opt/memcached-newest/bin/memcached, run
-    beside the others through the whole session) when that is installed,
+    beside the others through the whole script) when that is installed,
     and sent but not compared otherwise."""
 
 
@@ -69,7 +69,7 @@ NEWEST = os.environ.get("MEMCACHED_NEWEST", "/opt/memcached-newest/bin/memcached
 
 
 class Split:
-    """A session element: send data in pieces of `size` bytes with short
+    """A script element: send data in pieces of `size` bytes with short
     pauses, then read the whole reply."""
 
     def __init__(self, data, size=1, pause=0.003):
@@ -93,11 +93,11 @@ K251 = b"k" * 251
 ALLBYTES = bytes(range(256))
 V100K = big(100000)
 
-# Each session runs on a fresh connection to a fresh pair of servers.
+# Each script runs on a fresh connection to a fresh pair of servers.
 # Elements: bytes (sent as one send, then the reply is read until idle),
 # Split, Sleep. "{CAS}" in bytes is replaced by the cas value from the last
 # gets/gats reply on that server.
-SESSIONS = {
+SCRIPTS = {
     "set_get_basic": [
         b"set a 0 0 1\r\nx\r\n",
         b"get a\r\n",
@@ -588,16 +588,16 @@ class Side:
 SHOW = bool(os.environ.get("DIFF_SHOW"))
 
 
-def run_session(name, script, ref_bin, other_bin, other_args):
+def run_script(name, script, ref_bin, other_bin, other_args):
     """Returns (ok, message)."""
     log = []
-    ok, msg = _run_session(name, script, ref_bin, other_bin, other_args, log)
+    ok, msg = _run_script(name, script, ref_bin, other_bin, other_args, log)
     if log:
         msg = "\n".join(log) + ("\n" + msg if msg else "")
     return ok, msg
 
 
-def _run_session(name, script, ref_bin, other_bin, other_args, log):
+def _run_script(name, script, ref_bin, other_bin, other_args, log):
     ref = Server(*FLAGS, binary=ref_bin)
     oth = Server(*(FLAGS + other_args), binary=other_bin)
     newer = any(is_newer(el) for el in script) and os.access(NEWEST, os.X_OK)
@@ -654,7 +654,7 @@ def _run_session(name, script, ref_bin, other_bin, other_args, log):
                         desc[:150] + b"...<%d bytes>..." % len(desc)
                         + desc[-60:])
                     return False, (
-                        "session %s, element %d differs\n"
+                        "script %s, element %d differs\n"
                         "  sent:      %r\n"
                         "  %s: %r%s\n"
                         "  other:     %r%s" % (
@@ -665,7 +665,7 @@ def _run_session(name, script, ref_bin, other_bin, other_args, log):
                             " (closed)" if replies[1][1] else ""))
             for sd in sides:
                 if not sd.server.alive():
-                    return False, "session %s: %s server died" % (name, sd.name)
+                    return False, "script %s: %s server died" % (name, sd.name)
             return True, ""
         finally:
             for sd in sides:
@@ -720,12 +720,12 @@ def main():
         print("FAIL machinery_self_check")
         traceback.print_exc(file=sys.stdout)
 
-    names = [n for n in SESSIONS if len(sys.argv) < 2 or n in sys.argv[1:]]
+    names = [n for n in SCRIPTS if len(sys.argv) < 2 or n in sys.argv[1:]]
     jobs = int(os.environ.get("DIFF_JOBS", "8"))
     t0 = time.monotonic()
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-        futs = {ex.submit(run_session, n, SESSIONS[n], ref_bin, other_bin,
+        futs = {ex.submit(run_script, n, SCRIPTS[n], ref_bin, other_bin,
                           other_args): n for n in names}
         try:
             for f in concurrent.futures.as_completed(futs, timeout=50):
@@ -733,12 +733,12 @@ def main():
                 try:
                     results[n] = f.result()
                 except Exception:
-                    results[n] = (False, "session %s raised:\n%s"
+                    results[n] = (False, "script %s raised:\n%s"
                                   % (n, traceback.format_exc()))
         except concurrent.futures.TimeoutError:
-            print("sessions still running after 50 s")
+            print("scripts still running after 50 s")
     for n in names:
-        ok, msg = results.get(n, (False, "session %s did not finish" % n))
+        ok, msg = results.get(n, (False, "script %s did not finish" % n))
         if ok:
             passed += 1
             print("ok   %s" % n)

@@ -24,7 +24,7 @@ from sclib import Server, HOST, is_memcached, test, run_all, eq, check  # noqa
 REF = os.environ.get("MEMCACHED", "/usr/bin/memcached")
 
 
-def session(binary, lines, stats=False):
+def script(binary, lines, stats=False):
     """Send each line followed by mn, collect its answer up to MN (not
     until idle: a slow sanitizer build must not shift answers)."""
     out = []
@@ -57,8 +57,8 @@ def close(a, b):
 def ttls_like_memcached(lines):
     """The replies of the server under test to lines, checked against
     memcached's: the same, with TTLs within a second."""
-    ref, _ = session(REF, lines)
-    oth, _ = session(None, lines)
+    ref, _ = script(REF, lines)
+    oth, _ = script(None, lines)
     for i, (a, b) in enumerate(zip(ref, oth)):
         check(close(ttls(a), ttls(b)) and re.sub(rb"-?\d+", b"#", a) ==
               re.sub(rb"-?\d+", b"#", b),
@@ -110,8 +110,8 @@ def counters_after_meta_traffic():
              "touch_misses", "cmd_set", "cas_hits", "cas_badval", "cas_misses",
              "delete_hits", "delete_misses", "incr_hits", "incr_misses",
              "decr_hits", "decr_misses", "cmd_meta")
-    _, ref = session(REF, lines, stats=True)
-    _, oth = session(None, lines, stats=True)
+    _, ref = script(REF, lines, stats=True)
+    _, oth = script(None, lines, stats=True)
     eq({n: oth[n] for n in names}, {n: ref[n] for n in names},
        "counters after the same meta traffic")
 

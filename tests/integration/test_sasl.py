@@ -29,7 +29,7 @@ def pkt(op, key=b"", val=b"", extras=b"", opaque=0):
 
 SET = lambda k, v: pkt(0x01, k, v, extras=struct.pack(">II", 0, 0))  # noqa: E731
 
-SESSIONS = {
+SCRIPTS = {
     "mechs": [pkt(0x20)],
     "wrong_password": [pkt(0x21, b"PLAIN", b"\x00alice\x00nope")],
     "unknown_user": [pkt(0x21, b"PLAIN", b"\x00mallory\x00pw1")],
@@ -120,7 +120,7 @@ def whole_frame(data):
 
 
 @test
-def sessions_match_memcached():
+def scripts_match_memcached():
     require_reference(MEMCACHED)
     if not os.access(SASLPASSWD, os.X_OK):
         print("  (saslpasswd2 not installed: scripts/setup.sh; skipped)")
@@ -130,10 +130,10 @@ def sessions_match_memcached():
         mine, mport = start(server_binary(), sasl.env)
         theirs, tport = start(MEMCACHED, sasl.env)
         try:
-            for name, packets in SESSIONS.items():
+            for name, packets in SCRIPTS.items():
                 got, want = exchange(mport, packets), exchange(tport, packets)
-                eq(without_version(got), without_version(want), "session %s" % name)
-            eq(exchange(mport, SESSIONS["mechs"])[0], [pkt(0x20)[:0] + struct.pack(
+                eq(without_version(got), without_version(want), "script %s" % name)
+            eq(exchange(mport, SCRIPTS["mechs"])[0], [pkt(0x20)[:0] + struct.pack(
                 ">BBHBBHIIQ", 0x81, 0x20, 0, 0, 0, 0, 5, 0, 0) + b"PLAIN"], "mechanisms")
             # counters, read over binary STAT after authenticating
             stats = []

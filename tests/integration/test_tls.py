@@ -87,7 +87,7 @@ def client_ctx(cert=False, max_version=None):
     return ctx
 
 
-def tls_session(port, data, ctx=None, until=b"END\r\n"):
+def tls_exchange(port, data, ctx=None, until=b"END\r\n"):
     ctx = ctx or client_ctx()
     with socket.create_connection((HOST, port), timeout=10) as raw:
         with ctx.wrap_socket(raw, server_hostname=HOST) as s:
@@ -117,11 +117,11 @@ def values_over_tls_and_notls():
     s, tport, _ = tls_server()
     with s:
         pport = s.port
-        out, version = tls_session(tport, b"set a 0 0 5\r\nhello\r\nget a\r\n")
+        out, version = tls_exchange(tport, b"set a 0 0 5\r\nhello\r\nget a\r\n")
         eq(out, b"STORED\r\nVALUE a 0 5\r\nhello\r\nEND\r\n", "set and get over TLS")
         check(version in ("TLSv1.2", "TLSv1.3"), "TLS version %s" % version)
         big = bytes(range(256)) * 1200          # 300 KB: many TLS records
-        out, _ = tls_session(tport, b"set big 0 0 %d\r\n%s\r\nget big\r\n" % (len(big), big))
+        out, _ = tls_exchange(tport, b"set big 0 0 %d\r\n%s\r\nget big\r\n" % (len(big), big))
         eq(out, b"STORED\r\nVALUE big 0 %d\r\n%s\r\nEND\r\n" % (len(big), big), "300 KB value")
         with Client(pport) as c:                # the notls: listener, same data
             eq(c.get("a"), b"hello", "notls: listener serves plaintext")
@@ -148,7 +148,7 @@ def openssl_is_mapped_only_with_tls():
         check(not maps_openssl(s.pid), "a server without -Z maps libssl or libcrypto")
     s, tport, _ = tls_server()
     with s:
-        out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
+        out, _ = tls_exchange(tport, b"version\r\n", until=b"\r\n")
         check(out.startswith(b"VERSION"), "TLS answers: %r" % out)
         check(maps_openssl(s.pid), "a server with -Z maps libssl")
 
@@ -159,10 +159,10 @@ def client_certificates_required_or_optional():
         return
     s, tport, _ = tls_server("ssl_verify_mode=2")
     with s:
-        out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
+        out, _ = tls_exchange(tport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
         eq(out, b"VERSION 1.6.45\r\n", "required: with a certificate")
         try:
-            out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
+            out, _ = tls_exchange(tport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
             refused = out == b""
         except (ssl.SSLError, ConnectionError, OSError):
             refused = True
@@ -170,7 +170,7 @@ def client_certificates_required_or_optional():
     s, tport, _ = tls_server("ssl_verify_mode=1")
     with s:
         for cert in (False, True):
-            out, _ = tls_session(tport, b"version\r\n", client_ctx(cert=cert), until=b"\r\n")
+            out, _ = tls_exchange(tport, b"version\r\n", client_ctx(cert=cert), until=b"\r\n")
             eq(out, b"VERSION 1.6.45\r\n", "optional: certificate %s" % cert)
 
 
@@ -184,10 +184,10 @@ def an_mtls_listener_requires_a_client_certificate():
     mport = free_port()
     with Server("-l", "notls:%s,%s:%d,mtls:%s:%d" % (HOST, HOST, free_port(), HOST, mport),
                 "-Z", "-o", certs().server_opts()) as s:
-        out, _ = tls_session(mport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
+        out, _ = tls_exchange(mport, b"version\r\n", client_ctx(cert=True), until=b"\r\n")
         check(out.startswith(b"VERSION "), "with a certificate: served")
         try:
-            out, _ = tls_session(mport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
+            out, _ = tls_exchange(mport, b"version\r\n", client_ctx(cert=False), until=b"\r\n")
             refused = out == b""
         except (ssl.SSLError, ConnectionError, OSError):
             refused = True
@@ -214,7 +214,7 @@ def plaintext_on_the_tls_port_is_dropped_and_counted():
             st = c.stats()
         eq(st.get("ssl_handshake_errors"), "1", "counted")
         check("time_since_server_cert_refresh" in st, "cert age in stats")
-        out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
+        out, _ = tls_exchange(tport, b"version\r\n", until=b"\r\n")
         eq(out, b"VERSION 1.6.45\r\n", "still serving TLS")
 
 
@@ -228,7 +228,7 @@ def a_stalled_handshake_holds_nothing():
         stalled = socket.create_connection((HOST, tport), timeout=5)
         stalled.sendall(b"\x16\x03\x01\x02\x00\x01")            # half a ClientHello
         t0 = time.monotonic()
-        out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
+        out, _ = tls_exchange(tport, b"version\r\n", until=b"\r\n")
         eq(out, b"VERSION 1.6.45\r\n", "another TLS client is served")
         with Client(pport) as c:
             eq(c.cmd("version"), "VERSION 1.6.45", "a plaintext client is served")
@@ -248,7 +248,7 @@ def pipelined_gets_past_the_output_bound_all_answered():
     with s:
         key = b"k" * 249
         val = b"v" * 200000
-        out, _ = tls_session(tport, b"set " + key + b" 0 0 %d\r\n" % len(val) + val + b"\r\n",
+        out, _ = tls_exchange(tport, b"set " + key + b" 0 0 %d\r\n" % len(val) + val + b"\r\n",
                              until=b"STORED\r\n")
         eq(out, b"STORED\r\n", "stored")
         line = b"get " + key + b"\r\n"
@@ -277,7 +277,7 @@ def min_version_and_settings():
     with s:
         pport = s.port
         try:
-            tls_session(tport, b"version\r\n", client_ctx(cert=True,
+            tls_exchange(tport, b"version\r\n", client_ctx(cert=True,
                         max_version=ssl.TLSVersion.TLSv1_2), until=b"\r\n")
             refused = False
         except (ssl.SSLError, ConnectionError, OSError):
@@ -309,7 +309,7 @@ def refresh_certs_reloads_or_keeps_the_old():
             with open(os.path.join(work, "server.key"), "w") as f:
                 f.write("not a key\n")
             check(c.cmd("refresh_certs").startswith("Error loading"), "a broken key is refused")
-            out, _ = tls_session(tport, b"version\r\n", until=b"\r\n")
+            out, _ = tls_exchange(tport, b"version\r\n", until=b"\r\n")
             eq(out, b"VERSION 1.6.45\r\n", "the old certificate still serves")
     finally:
         shutil.rmtree(work, ignore_errors=True)

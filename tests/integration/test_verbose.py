@@ -15,7 +15,7 @@ from sclib import HOST, check, eq, free_port, require_reference, run_all, server
 
 MEMCACHED = os.environ.get("MEMCACHED", shutil.which("memcached") or "/usr/bin/memcached")
 
-SESSION = (b"set a 0 0 1\r\nx\r\nget a b\r\ngets a\r\nadd a 0 0 1\r\ny\r\n"
+SCRIPT = (b"set a 0 0 1\r\nx\r\nget a b\r\ngets a\r\nadd a 0 0 1\r\ny\r\n"
            b"replace nope 0 0 1\r\nz\r\nappend a 0 0 2\r\nzz\r\nprepend q 0 0 1\r\nq\r\n"
            b"cas a 0 0 1 999\r\nw\r\ntouch a 10\r\ntouch nope 10\r\ngat 0 a\r\n"
            b"incr zz 1\r\nset n 0 0 1\r\n5\r\nincr n 3\r\ndecr n 100\r\n"
@@ -45,7 +45,7 @@ def run(binary, *args):
         s.close()                       # the probe's lines are dropped below
         time.sleep(0.1)
         with socket.create_connection((HOST, port), timeout=5) as s:
-            s.sendall(SESSION)
+            s.sendall(SCRIPT)
             time.sleep(0.5)
             s.recv(65536)
         time.sleep(0.3)
@@ -77,7 +77,7 @@ def vv_lines_match_memcached():
     mine = client_lines(run(server_binary(), "-vv"))
     theirs = client_lines(run(MEMCACHED, "-vv"))
     check(len(theirs) > 30, "memcached logged %d lines" % len(theirs))
-    eq(mine, theirs, "-vv lines for the session")
+    eq(mine, theirs, "-vv lines for the script")
 
 
 @test

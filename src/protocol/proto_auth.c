@@ -1,5 +1,5 @@
 /*
- * auth.c -- memcached's ASCII authentication exchange (-Y), parsed: a fake
+ * proto_auth.c -- memcached's ASCII authentication exchange (-Y), parsed: a fake
  * "set <key> <flags> <exptime> <bytes>" whose data block is "user pass".
  * Pure, as the rest of the protocol layer: the connection (core) feeds
  * bytes in and checks the credentials it gets back.
