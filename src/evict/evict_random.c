@@ -14,7 +14,7 @@
  * slabs the experiment requires. When every class is busy (a steady mixed
  * load) the own pick mostly stands, which keeps uniform draws' balance:
  * always taking another class's slab there lowers the steady hit ratio
- * (notes/eviction.md has both measurements).
+ * (notes/bench/eviction-history.md has both measurements).
  */
 #include "evict.h"
 #include "item.h"
@@ -93,7 +93,8 @@ random_pass(struct evict_req *req)
  * a small cache has more active classes than slabs), or every pick failed
  * otherwise, the class judges its own items, as a draw of its own slab
  * would have; without it, a set that finds no victim is refused, as many
- * were in a small cache with many active classes (notes/eviction.md).
+ * were in a small cache with many active classes
+ * (notes/bench/eviction-history.md).
  */
 static evict_rstatus_t
 random_evict(struct evict_req *req)

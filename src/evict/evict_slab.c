@@ -174,8 +174,9 @@ slab_owned_by(uint32_t sid, uint8_t cls)
  * class's free chunks would have to come from the slab itself), so a class
  * holding one slab lost every item at each slab eviction. Its own memory
  * is judged item by item instead: probation, then the CLOCK hand, which
- * keeps more than judging the slab's items in place (notes/eviction.md
- * has both measurements). A class with nothing to judge re-carves it.
+ * keeps more than judging the slab's items in place (both measured:
+ * notes/bench/eviction-history.md). A class with nothing to judge
+ * re-carves it.
  */
 static evict_rstatus_t
 evict_slab_own(uint32_t sid, struct evict_req *req)

@@ -250,7 +250,7 @@ do_item_replace_as(struct item *old, struct item *it, uint32_t hv, uint64_t cas)
      * with every overwrite of a hot key on probation, new keys were judged
      * sooner and the mixed load's gain from probation vanished. An
      * overwrite of a value nobody read is as new as a new key (both
-     * simulated: notes/eviction.md). */
+     * simulated: notes/bench/eviction-history.md). */
     bool fresh = !(item_iflags(old) & ITEM_FETCHED);
 
     do_item_unlink(old, hv);
