@@ -7,7 +7,7 @@
  * of 256 bytes or more are queued by reference, not copied: the item stays
  * referenced until its bytes have been written, then
  * dispatch_ref_release() drops it. Smaller values are copied, which the
- * kernel handles faster than one more iovec (see dispatch.c).
+ * kernel handles faster than one more iovec (dispatch_reply.c).
  */
 #ifndef SC_DISPATCH_H
 #define SC_DISPATCH_H

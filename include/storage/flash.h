@@ -182,7 +182,7 @@ struct flash_read {
     char                key[256];
     uint8_t             nkey;
     uint32_t            nbytes;
-    uint64_t            cas;    /* not read by flash.c: the caller's note */
+    uint64_t            cas;    /* not read by the flash tier: the caller's note */
     bool                key_only;   /* a dump's: the record's header and key
                                        only, the key copied into key; no
                                        value, so no checksum: the caller
@@ -191,7 +191,7 @@ struct flash_read {
     flash_read_status_t status;
     void              (*done)(struct flash_read *r);
     struct flash_read  *next;   /* the pool's or ring's queue; then the caller's */
-    /* flash.c's own: where a device read puts the record's header and
+    /* the reader's own (flash_read.c, flash_ring.c): where a device read puts the record's header and
      * key (checked against key and nkey), and the value (dst) */
     struct iovec        iov[2];
     char                rec[24 + 255];

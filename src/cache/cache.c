@@ -21,11 +21,11 @@
 
 #define CACHE_ALLOC_TRIES   8   /* failed evictions before giving up (flash on) */
 /* Rounds in all: an eviction that succeeds frees a chunk another writer
- * may take before this one's next try (4 writers at -m 8 with the flash
- * tier lost 8 such races in a row in about 1 run of 20 of test_flash.py's
- * load_overflows_into_flash, answering a set out of memory although every
- * eviction had freed a chunk, before aab4a63). Each lost race stored someone's
- * item, so the bound is only against a livelock. */
+ * may take before this one's next try, and several writers at a small -m
+ * with the flash tier lose such races several times in a row (test_flash.py's
+ * load_overflows_into_flash answered a set out of memory although every
+ * eviction had freed a chunk, before aab4a63). Each lost race stored
+ * someone's item, so the bound is only against a livelock. */
 #define CACHE_ALLOC_ROUNDS  64
 #define CACHE_REBUILD_TRIES 8   /* rebuild rounds lost to races before giving up */
 #define CACHE_STUB_BATCH    32  /* chunks made for flash stubs at a time */
@@ -79,8 +79,8 @@ cache_stub_room(void)
  * sweep passes what the first found busy). With the flash tier on, an
  * eviction holds its locks longer (the value is copied to the write
  * buffer, a stub allocated), so more sweeps find items busy: every round
- * is used (test_flash.py's 4-writer load at -m 8 answered one set out of
- * memory in about 15 runs with 2; notes/flash.md).
+ * is used (with 2, test_flash.py's 4-writer load at -m 8 sometimes
+ * answered a set out of memory).
  */
 static int
 cache_fail_limit(void)

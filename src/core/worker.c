@@ -218,7 +218,7 @@ worker_notify(struct worker *w, int value)
  * server pinned to fewer cores): a worker hands its CPU over after a long
  * batch of events instead of at the end of a scheduler time slice:
  * otherwise a request whose connection belongs to the other worker waits
- * up to a whole slice (notes/architecture.md has the latencies). A short
+ * up to a whole slice (notes/performance.md has the latencies). A short
  * batch (light load) ends in epoll_wait blocking anyway; yielding after it
  * too would cost CPU on every request. sched_yield() returns at once when
  * nothing else is runnable.

@@ -7,8 +7,10 @@
  * (evict_slab_wanted); a pick of the asking class's own slab judges its
  * items instead (evict_slab_own); slabs of flash stubs are kept while the
  * stubs hold at most half of memory (evict_stubs_kept). The stack itself
- * (evict.c) calls these; the policies call evict_slab(),
- * evict_slab_oldest() and evict_slab_for().
+ * (evict.c) calls these; the policies call evict_slab() and
+ * evict_slab_oldest(), the cache layer evict_slab_for() (a slab for the
+ * flash tier's stubs). Here too: the count of victims skipped busy and
+ * the policies' random numbers (evict_rand64).
  */
 #include "evict.h"
 #include "evict_int.h"
@@ -64,7 +66,8 @@ slab_spared(uint32_t sid)
  * carved for the wrong size: moving it evicts nothing, so it goes before
  * any policy is asked to judge victims. Without this a value that grows
  * by appends leaves an empty slab in every class it passes through, and
- * the policies drop live slabs while those sit idle (notes/eviction.md).
+ * the policies drop live slabs while those sit idle
+ * (notes/bench/eviction-history.md).
  * Under the first-slab rule a class's only slab stays; a slab just given
  * and the class a run spares are skipped too.
  */

@@ -58,7 +58,7 @@ static void
 slot_write_done(struct flash_slot *s, uint32_t seq, bool ok)
 {
     if (atomic_load(&s->seq) != seq) {
-        return;                 /* cannot be: slot_ready keeps it until written */
+        return;                 /* cannot be: flash_slot_ready keeps it until written */
     }
     if (ok) {
         fl.st.extstore_objects_written += s->nobj;
@@ -104,7 +104,7 @@ writer_write(struct wbuf *w)
  * rewrite function (see flash.h), once per slab. Read back from the file
  * into the writer's scratch buffer; records that fail their checksum are
  * skipped (the read path would refuse them too). The slot is not reused
- * before that copy is made (slot_ready).
+ * before that copy is made (flash_slot_ready).
  */
 static void writer_offer(flash_rewrite_fn fn, uint32_t seq, uint32_t bytes);
 
@@ -230,7 +230,7 @@ flash_writer_main(void *arg)
         if (fl.whead == NULL && rescue_due() && !fl.stop) {
             /* a buffer was started since the last write: offer the slab
              * the next one will reclaim now, not after the next write
-             * (appenders wait for it: slot_ready) */
+             * (appenders wait for it: flash_slot_ready) */
             fl.writing = true;
             pthread_mutex_unlock(&fl.lock);
             writer_rescue();

@@ -89,10 +89,10 @@ stub_alloc(uint8_t cls, bool count_drop)
             break;              /* not busy: full */
         }
         if (stub == NULL) {
-            /* Busy: the holder may be carving a slab of 21,845 stubs
-             * (a hundred microseconds), which 64 tries in a row missed
-             * under 4 evicting writers (119 items dropped, test_flash.py
-             * load_overflows_into_flash, 2 runs in 20). */
+            /* Busy: the holder may be carving a whole slab of stubs,
+             * which many tries in a row can miss under several evicting
+             * writers (test_flash.py's load_overflows_into_flash dropped
+             * items so): yield the CPU to it. */
             sched_yield();
         }
     }

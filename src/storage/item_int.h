@@ -3,7 +3,11 @@
  * src/storage. item.c: references, linking, lookups, flush, stats;
  * item_clock.c: allocation and the per-class CLOCK; item_slab.c: emptying
  * a slab for another class and walking items (crawler, key dumps);
- * item_store.c: set/add/replace/cas, append/prepend and arithmetic.
+ * item_store.c: set/add/replace/cas, append/prepend and arithmetic;
+ * item_chain.c: values larger than a chunk, as chains; item_flash.c:
+ * stubs of flash-resident items; item_restore.c: relinking after a warm
+ * restart. The do_ functions are called with the key's partition lock
+ * held.
  */
 #ifndef SC_ITEM_INT_H
 #define SC_ITEM_INT_H

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Differential test: the same scripted scripts against memcached 1.6.18 and
+"""Differential test: the same scripts against memcached 1.6.18 and
 slabcache must produce the same reply bytes.
 
 Run: SLABCACHE=path/to/slabcache python3 tests/integration/test_differential.py [script names]

@@ -8,20 +8,38 @@ or a commit."""
 
 import os
 import re
+import subprocess
 
 from sclib import check, run_all, test
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTES_MAX_LINES = 400
-# Directories that are not the project's own text: builds, caches, VCS.
-SKIP_DIRS = {".git", "autom4te.cache", "node_modules", "__pycache__"}
 FILE_NAME = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:c|h|html|md|py|sh))\b")
 # A working session's number (the word, then a digit), or "this", "last",
-# "next" ... before the word: history named by who worked when.
+# "previous" ... before the word: history named by who worked when.
 DIARY = re.compile(r"\bsessions?[ -]?#?\d|\b(?:this|last|previous|next|earlier|later|"
-                   r"same|that) session\b", re.IGNORECASE)
-TEXT_EXT = (".c", ".h", ".md", ".py", ".sh", ".txt", ".am", ".ac", ".in", ".1",
-            ".html", ".json", ".php", ".js", ".rb", ".go", ".rs", ".pl", ".t")
+                   r"same|that|past|prior) sessions?\b", re.IGNORECASE)
+# Source files: what a build makes in the tree (objects, .deps, the page's
+# generated C) is not the project's.
+SOURCE_EXT = (".c", ".h", ".html")
+SKIP_DIRS = {".git", ".deps", ".libs", "autom4te.cache", "__pycache__"}
+
+
+def project_files():
+    """The repository's files (git's list when there is one; else the tree
+    less build products), relative to ROOT."""
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True,
+                             timeout=30, check=True).stdout
+        return [f for f in out.decode().split("\0") if f]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    files = []
+    for d, dirs, names in os.walk(ROOT):
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS and x != "build"
+                   and not os.path.exists(os.path.join(d, x, "config.status"))]
+        files += [os.path.relpath(os.path.join(d, n), ROOT) for n in names]
+    return files
 
 
 def hacking_layout():
@@ -31,42 +49,55 @@ def hacking_layout():
     return section.split("```", 2)[1]
 
 
-def tree_files(top):
-    out = []
-    for d, dirs, files in os.walk(os.path.join(ROOT, top)):
-        dirs[:] = [x for x in dirs if x not in SKIP_DIRS]
-        out += [os.path.relpath(os.path.join(d, f), ROOT) for f in files]
-    return out
-
-
-def is_build_dir(rel):
-    """A build tree inside the checkout (build/dev, build/check, ...)."""
-    first = rel.split(os.sep, 1)[0]
-    return first == "build" or os.path.exists(os.path.join(ROOT, first, "config.status"))
+def layout_blocks():
+    """{folder: text} of the layout: a folder's block is its line and the
+    indented lines under it ('src/storage/' -> what it says of that folder)."""
+    blocks, cur = {}, None
+    for line in hacking_layout().splitlines():
+        if line and not line[0].isspace():
+            cur = line.split()[0]
+            blocks[cur] = line[len(cur):]
+        elif cur is not None:
+            blocks[cur] += "\n" + line
+    return blocks
 
 
 @test
 def hacking_names_every_source_file_and_note():
-    layout = hacking_layout()
-    paths = set(FILE_NAME.findall(layout))
-    named = paths | {os.path.basename(p) for p in paths}
-    for rel in tree_files("src"):
-        name = os.path.basename(rel)
-        check(name in named, "HACKING.md's layout names %s" % rel)
-    for name in os.listdir(os.path.join(ROOT, "notes")):
-        if name.endswith(".md"):
-            check("notes/" + name in paths, "HACKING.md's layout names notes/%s" % name)
+    blocks = layout_blocks()
+    files = project_files()
+    sources = [f for f in files if f.startswith("src/") and f.endswith(SOURCE_EXT)]
+    check(len(sources) > 40, "src/ has %d source files" % len(sources))
+    for rel in sources:
+        folder, name = os.path.split(rel)
+        if folder == "src":
+            check(rel in blocks, "HACKING.md's layout has a line for %s" % rel)
+            continue
+        block = blocks.get(folder + "/")
+        check(block is not None, "HACKING.md's layout has a block for %s/" % folder)
+        check(name in {os.path.basename(n) for n in FILE_NAME.findall(block)},
+              "HACKING.md's layout names %s under %s/" % (name, folder))
+    named = set(FILE_NAME.findall(hacking_layout()))
+    for rel in files:
+        if re.match(r"^notes/[^/]+\.md$", rel):
+            check(rel in named, "HACKING.md's layout names %s" % rel)
 
 
 @test
 def hacking_names_only_files_that_exist():
-    known = set()
-    for top in ("src", "include", "tests", "bench", "scripts", "notes", "man", "contrib"):
-        for rel in tree_files(top):
-            known.add(os.path.basename(rel))
-            known.add(rel)
-    for name in FILE_NAME.findall(hacking_layout()):
-        check(name in known, "HACKING.md names %s, which is not in the tree" % name)
+    files = set(project_files())
+    basenames = {os.path.basename(f) for f in files}
+    for folder, block in layout_blocks().items():
+        for name in FILE_NAME.findall(block):
+            if "/" in name:
+                ok = name in files
+            elif folder.startswith("src/"):
+                # a source folder's block names its files, or its layer's headers
+                include = "include/" + folder[len("src/"):]
+                ok = folder + name in files or include + name in files
+            else:
+                ok = name in basenames
+            check(ok, "HACKING.md names %s under %s, which is not in the tree" % (name, folder))
 
 
 @test
@@ -82,23 +113,19 @@ def notes_are_short():
 @test
 def history_is_named_by_version_date_or_commit():
     found = []
-    for d, dirs, files in os.walk(ROOT):
-        rel_d = os.path.relpath(d, ROOT)
-        dirs[:] = [x for x in dirs if x not in SKIP_DIRS
-                   and not is_build_dir(os.path.normpath(os.path.join(rel_d, x)))]
-        for f in files:
-            rel = os.path.normpath(os.path.join(rel_d, f))
-            if DIARY.search(f):
-                found.append(rel)
-            if not f.endswith(TEXT_EXT) and f not in ("README", "Makefile", "run"):
-                continue
-            try:
-                text = open(os.path.join(d, f), encoding="utf-8", errors="replace").read()
-            except OSError:
-                continue
-            for i, line in enumerate(text.splitlines(), 1):
-                if DIARY.search(line):
-                    found.append("%s:%d: %s" % (rel, i, line.strip()[:80]))
+    for rel in project_files():
+        if DIARY.search(os.path.basename(rel)):
+            found.append(rel)
+        path = os.path.join(ROOT, rel)
+        if rel.endswith((".png", ".gz", ".pem", ".der")) or not os.path.isfile(path):
+            continue
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if b"\0" in data[:4096]:
+            continue                # binary
+        for i, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if DIARY.search(line):
+                found.append("%s:%d: %s" % (rel, i, line.strip()[:80]))
     check(not found, "dated by session, not by version, date or commit:\n  " +
           "\n  ".join(found[:20]) + ("\n  ... %d in all" % len(found) if len(found) > 20 else ""))
 
