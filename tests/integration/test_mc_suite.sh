@@ -102,7 +102,7 @@ watcher.t
 watcher_connid.t
 "
 # NOT_YET: files that pass against Debian's memcached but not here. Each
-# is listed with its reason in the README ("memcached's own test suite");
+# is listed with its reason in notes/compatibility.md ("memcached's own test suite");
 # MC_SUITE_ALL=1 runs them too.
 # They assert memcached internals that slabcache's storage does not share:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
