@@ -45,14 +45,39 @@
 #include "worker.h"
 
 #ifdef HAVE_JEMALLOC
+#include <jemalloc/jemalloc.h>
+
 /*
  * jemalloc's thread caches and per-CPU arenas pay off where a program
  * allocates per request. slabcache does not (items live in slabs, request
  * state in per-worker pools): they would only hold resident memory
  * outside -m, filled per size class a thread ever asks for. One arena,
- * no thread caches. MALLOC_CONF in the environment still overrides.
+ * no thread caches. What is freed in large blocks (a probation FIFO's
+ * ring after it grows, a connection's large buffers) goes back to the
+ * system within jemalloc's decay time: that needs its
+ * background thread, since an idle server (or one whose requests do not
+ * allocate) never calls into the arena that would purge it. MALLOC_CONF
+ * in the environment still overrides.
  */
-const char *malloc_conf = "narenas:1,tcache:false";
+const char *malloc_conf = "narenas:1,tcache:false,background_thread:true";
+
+/* jemalloc's background thread does not survive fork (-d): start it again
+ * in the daemon, unless MALLOC_CONF turned it off. */
+static void
+allocator_after_fork(void)
+{
+    bool on = false;
+    size_t len = sizeof(on);
+
+    if (mallctl("opt.background_thread", &on, &len, NULL, 0) == 0 && on) {
+        (void)mallctl("background_thread", NULL, NULL, &on, sizeof(on));
+    }
+}
+#else
+static void
+allocator_after_fork(void)
+{
+}
 #endif
 
 static struct event_base *main_base;
@@ -683,6 +708,9 @@ main(int argc, char **argv)
     if (settings.daemonize && daemon(1, 0) != 0) {
         fprintf(stderr, "slabcache: failed to daemonize: %s\n", strerror(errno));
         return EXIT_FAILURE;
+    }
+    if (settings.daemonize) {
+        allocator_after_fork();
     }
     signal(SIGPIPE, SIG_IGN);
     /* a flash file past the file size limit (ulimit -f): EFBIG, a logged

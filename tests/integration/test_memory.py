@@ -5,11 +5,16 @@ Run: SLABCACHE=path/to/binary python3 tests/integration/test_memory.py
 """
 
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sclib import (Server, test, run_all, check, eq, slabcache_only,  # noqa
-                   require_binary)
+                   require_binary, Client, SkipCheck, free_port, is_sanitized, rss_kb,
+                   server_binary, wait_until)
 
 OOM = b"SERVER_ERROR out of memory storing object"
 VALUE_SIZE = 4096
@@ -114,6 +119,76 @@ def probation_fifos_within_m():
         check(fifo > 512 * 1024, "the FIFOs hold the unread items (%d bytes)" % fifo)
         check(slabs + fifo < 17 * mb,
               "slabs %d + FIFOs %d bytes: past -m 16 by a slab or more" % (slabs, fifo))
+
+
+class Daemon:
+    """The server started with -d -P: the PID is the one it wrote, and
+    only that process is killed."""
+
+    def __init__(self, *args):
+        self.dir = tempfile.mkdtemp(prefix="sc-mem-")
+        self.pidfile = os.path.join(self.dir, "sc.pid")
+        self.port = free_port()
+        self.args = [server_binary(), "-d", "-P", self.pidfile, "-l", "127.0.0.1",
+                     "-p", str(self.port), "-U", "0"] + list(args)
+        if os.geteuid() == 0:
+            self.args += ["-u", "root"]
+        self.pid = None
+
+    def __enter__(self):
+        p = subprocess.run(self.args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=10)
+        eq(p.returncode, 0, "daemonizing parent exit code")
+        check(wait_until(lambda: os.path.exists(self.pidfile) and
+                         open(self.pidfile).read().strip().isdigit(), timeout=5),
+              "pidfile written")
+        self.pid = int(open(self.pidfile).read().strip())
+        return self
+
+    def __exit__(self, *exc):
+        if self.pid is not None:
+            os.kill(self.pid, signal.SIGTERM)
+            wait_until(lambda: not os.path.exists("/proc/%d" % self.pid), timeout=5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def client(self, timeout):
+        return Client(self.port, timeout=timeout)
+
+
+def small_values_then_idle(srv, pid):
+    """500,000 small values nobody reads (their class's probation FIFO
+    grows by doubling, freeing each old ring), then nothing: True once RSS
+    has fallen by half of what the growth freed (the old rings add up to
+    about the current one)."""
+    with srv.client(timeout=30) as c:
+        for start in range(0, 500000, 5000):
+            c.send(b"".join(b"set q%07d 0 0 10 noreply\r\n0123456789\r\n" % i
+                            for i in range(start, start + 5000)))
+        eq(c.get_multi(["q%07d" % 499999]).get("q0499999", (None,))[0], b"0123456789",
+           "the newest key")
+        freed = int(c.stats("slabcache")["probation_bytes"])
+    full = rss_kb(pid) * 1024
+    fell = wait_until(lambda: full - rss_kb(pid) * 1024 >= freed // 2, timeout=40,
+                      interval=0.5)
+    print("  RSS %.1f MB after the load, %.1f MB after waiting; the FIFO's old "
+          "rings about %.1f MB" % (full / 2**20, rss_kb(pid) / 1024, freed / 2**20))
+    return fell
+
+
+@test
+def memory_freed_in_large_blocks_goes_back_while_idle():
+    """What growing a probation FIFO frees goes back to the system within
+    the allocator's decay time even when nothing else
+    happens: before, an idle server never called into the allocator again
+    and kept it resident for good. In the foreground and with -d (the
+    allocator's background thread does not survive the fork by itself)."""
+    slabcache_only()
+    if is_sanitized():
+        raise SkipCheck("ASan's allocator keeps freed memory in its quarantine")
+    with Server("-m", "256") as s:
+        check(small_values_then_idle(s, s.pid), "the freed arrays went back (foreground)")
+    with Daemon("-m", "256") as d:
+        check(small_values_then_idle(d, d.pid), "the freed arrays went back (-d)")
 
 
 def fill_without_eviction(*flags):
