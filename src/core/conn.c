@@ -315,14 +315,32 @@ conn_act_take(struct conn *c)
     a->d.flash_conn = c;
     a->d.sasl.ok = c->sasl_ok;
     a->d.close_reason = c->close_reason;
-    event_assign(&a->ev_write, event_get_base(&c->ev_read), c->fd, EV_WRITE | EV_PERSIST,
-                 conn_on_write, c);
     a->rbuf = NULL;
     a->rpos = a->rlen = a->peek_end = 0;
     a->data_got = 0;
     a->read_full = false;
     c->a = a;
     return a;
+}
+
+/*
+ * Wait for the socket to take more output. The act's write event is
+ * assigned here, not when the act is taken: most answers go out at once,
+ * and an act changes connections at every request under load. Not while
+ * the event is pending (write_pending): it is then already c's.
+ */
+static void
+conn_write_wait(struct conn *c)
+{
+    struct conn_act *a = c->a;
+
+    if (c->write_pending) {
+        return;
+    }
+    event_assign(&a->ev_write, event_get_base(&c->ev_read), c->fd, EV_WRITE | EV_PERSIST,
+                 conn_on_write, c);
+    event_add(&a->ev_write, NULL);
+    c->write_pending = true;
 }
 
 /* c no longer needs its act (idle, or being freed): back to the pool. */
@@ -599,10 +617,7 @@ conn_sock_read(struct conn *c, void *dst, size_t cap)
         if (n < 0 && errno == EAGAIN && want_write && !c->tls_read_wants_write) {
             /* the handshake must send before it can read on */
             c->tls_read_wants_write = true;
-            if (!c->write_pending) {
-                event_add(&c->a->ev_write, NULL);
-                c->write_pending = true;
-            }
+            conn_write_wait(c);
         }
         return n;
     }
@@ -1140,10 +1155,7 @@ conn_flush(struct conn *c)
                 conn_free(c);       /* no waiting on a peer we are dropping */
                 return false;
             }
-            if (!c->write_pending) {
-                event_add(&c->a->ev_write, NULL);
-                c->write_pending = true;
-            }
+            conn_write_wait(c);
             return true;
         }
         /* The common case (all written at once) costs no event call. A TLS
