@@ -418,6 +418,7 @@ storage_setup(void)
     }
     slab_set_first_past_limit(settings.first_slab);
     item_set_slab_rescue(settings.slab_rescue);
+    item_set_legacy_lru(settings.lru_legacy);
     item_set_temporary_ttl(settings.temp_lru ? (uint32_t)settings.temporary_ttl : 0);
     for (uint8_t c = 1; log_enabled(LOG_LEVEL_DEBUG) && c <= slab_class_count(); c++) {
         log_debug("slab class %3u: chunk size %9u perslab %7u", (unsigned)c,
@@ -721,15 +722,19 @@ main(int argc, char **argv)
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
     sizing_window_set((uint32_t)settings.automove_window);
-    if (sizing_setup(settings.maxbytes, (uint32_t)(settings.maxbytes / slab_size())) != 0) {
-        fprintf(stderr, "slabcache: out of memory at start-up\n");
-        return EXIT_FAILURE;
+    /* -o no_modern moves no slab and gives all of -m to items, as
+     * memcached 1.4 did: nothing is measured (`stats sizing` has no curve). */
+    if (!settings.lru_legacy) {
+        if (sizing_setup(settings.maxbytes, (uint32_t)(settings.maxbytes / slab_size())) != 0) {
+            fprintf(stderr, "slabcache: out of memory at start-up\n");
+            return EXIT_FAILURE;
+        }
+        /* -m bounds the measurement too (slab_room: in whole slabs). */
+        struct sizing_state sz;
+        sizing_state(&sz);
+        slab_set_reserve(sz.budget);
+        item_set_ref_hook(sizing_ref);
     }
-    /* -m bounds the measurement too (slab_room: in whole slabs). */
-    struct sizing_state sz;
-    sizing_state(&sz);
-    slab_set_reserve(sz.budget);
-    item_set_ref_hook(sizing_ref);
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     /* the last ten minutes are kept for the admin port only */
     if (settings.admin_port != 0 && history_setup() != 0) {

@@ -580,6 +580,14 @@ void          item_set_temporary_ttl(uint32_t seconds);
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
 /*
+ * memcached's LRU without its modern segments (-o no_modern): a read marks
+ * an item for the CLOCK's second chance only if it was last stored or
+ * marked ITEM_LEGACY_BUMP_S ago or more (memcached's ITEM_UPDATE_INTERVAL),
+ * and new items go on no probation.
+ */
+#define ITEM_LEGACY_BUMP_S 60
+void          item_set_legacy_lru(bool on);
+/*
  * Probation (item_clock.c): each class's newest items, about a tenth of its
  * chunks, in a FIFO; the oldest never read go first (item_clock_pull
  * judges them before the CLOCK hand moves).

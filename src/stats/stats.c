@@ -747,6 +747,9 @@ emit_sizing(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "sizing_sample_shift", st.shift);
     emit_u64(emit, ctx, "sizing_slabs_moved", evict_auto_moves());
     emit_u64(emit, ctx, "sizing_limit_slabs", slabs);
+    if (!sizing_enabled()) {
+        return;                 /* -o no_modern: nothing measured */
+    }
     for (size_t i = 0; i < sizeof(sizing_points) / sizeof(sizing_points[0]); i++) {
         snprintf(key, sizeof(key), "hit_ratio_at_%s", sizing_points[i].name);
         emit_double(emit, ctx, key,

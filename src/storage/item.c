@@ -41,14 +41,22 @@ _Atomic bool                  item_slab_rescue_on = true;
 _Atomic rel_time_t            item_oldest_live;
 _Atomic rel_time_t            item_temporary_ttl;
 _Atomic uint64_t              item_oldest_cas;
+_Atomic bool                  item_legacy_lru;
 
 static void item_unlink_others(struct item *it, uint32_t hv);
+static void do_item_bump_legacy(struct item *it);
 static void do_item_unlink_rest(const char *key, size_t nkey, uint32_t hv);
 
 void
 item_set_evict_hook(item_evict_hook_fn fn)
 {
     atomic_store_explicit(&item_evict_hook, fn, memory_order_release);
+}
+
+void
+item_set_legacy_lru(bool on)
+{
+    atomic_store(&item_legacy_lru, on);
 }
 
 void
@@ -310,9 +318,31 @@ do_item_find(const char *key, size_t nkey, uint32_t hv)
 void
 do_item_bump(struct item *it)
 {
+    if (atomic_load_explicit(&item_legacy_lru, memory_order_relaxed)) {
+        do_item_bump_legacy(it);
+        return;
+    }
     /* Read first: the common hot-key case then writes nothing. */
     if ((item_iflags(it) & (ITEM_FETCHED | ITEM_ACTIVE)) != (ITEM_FETCHED | ITEM_ACTIVE)) {
         item_iflags_set(it, ITEM_FETCHED | ITEM_ACTIVE);
+    }
+}
+
+/* -o no_modern: marked at most once a minute, as memcached's plain LRU
+ * moves an item (partition lock held: the item's time is written under
+ * it, as a store's is). */
+static void
+do_item_bump_legacy(struct item *it)
+{
+    rel_time_t now = clock_now();
+
+    if (!(item_iflags(it) & ITEM_FETCHED)) {
+        item_iflags_set(it, ITEM_FETCHED);
+    }
+    if (!(item_iflags(it) & ITEM_ACTIVE) && it->time <= now &&
+        now - it->time >= ITEM_LEGACY_BUMP_S) {
+        item_iflags_set(it, ITEM_ACTIVE);
+        it->time = now;
     }
 }
 

@@ -403,8 +403,10 @@ probation_item(uint8_t cls, const struct item_probation *e)
 void
 item_probation_push(struct item *it)
 {
-    /* A stub is the flash tier's index entry, not a newly stored value. */
-    if (item_iflags(it) & ITEM_FLASH) {
+    /* A stub is the flash tier's index entry, not a newly stored value;
+     * memcached's plain LRU (-o no_modern) has no probation. */
+    if ((item_iflags(it) & ITEM_FLASH) ||
+        atomic_load_explicit(&item_legacy_lru, memory_order_relaxed)) {
         return;
     }
     uint8_t cls = slab_cls_of(it);

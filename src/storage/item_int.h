@@ -53,6 +53,7 @@ extern _Atomic item_ref_hook_fn      item_ref_hook;
 extern bool                          item_cas_enabled;
 extern _Atomic uint64_t              item_cas_seq;
 extern _Atomic bool                  item_slab_rescue_on;
+extern _Atomic bool                  item_legacy_lru;   /* item_set_legacy_lru */
 extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
 extern _Atomic rel_time_t            item_temporary_ttl;    /* 0: off */
 extern _Atomic uint64_t              item_oldest_cas;

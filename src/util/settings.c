@@ -338,12 +338,14 @@ struct compat_opt {
 };
 
 static void set_no_automove(void)   { settings.automove = 0; }
-/* memcached 1.4's defaults: no slab moves, no crawler; items are not
- * chained by default here anyway. */
+/* memcached 1.4's defaults: no slab moves, no crawler, its plain LRU
+ * (a read moves an item at most once a minute, no probation) with all of
+ * -m for items; items are not chained by default here anyway. */
 static void set_no_modern(void)
 {
     settings.slab_reassign = false;
     settings.lru_crawler = false;
+    settings.lru_legacy = true;
 }
 static void set_nothing(void)       { }
 static void set_no_maintainer(void) { settings.no_lru_maintainer = true; }

@@ -191,6 +191,41 @@ def memory_freed_in_large_blocks_goes_back_while_idle():
         check(small_values_then_idle(d, d.pid), "the freed arrays went back (-d)")
 
 
+def read_item_survives(*args):
+    """One value per slab (1 MB less 250 bytes) at -m 8: store `big`, read
+    it at once, then 10 more. Whether `big` is still there, and the
+    evictions."""
+    big = b"x" * (1024 * 1024 - 250)
+    with Server("-m", "8", *args) as s, s.client(timeout=20) as c:
+        eq(c.set("big", big), "STORED", "big")
+        eq(c.get("big"), big, "big read at once")
+        for i in range(10):
+            eq(c.set("item_%d" % i, big), "STORED", "item_%d" % i)
+        return c.get("big") is not None, int(c.stats()["evictions"])
+
+
+@test
+def no_modern_is_memcached_1_4_s_lru():
+    """-o no_modern is memcached 1.4's LRU, as memcached's own does: a read
+    within a minute of a store does not save an item from being the next
+    evicted (ITEM_UPDATE_INTERVAL), and all of -m holds items (nothing is
+    measured, no probation FIFO): 8 slabs hold 8 items. By default the read
+    item stays and the oldest unread one goes (memcached's lru.t)."""
+    slabcache_only()
+    kept, evictions = read_item_survives("-o", "no_modern")
+    check(not kept, "no_modern: the item read within a minute was evicted first")
+    eq(evictions, 3, "no_modern: 11 values in 8 slabs")
+    kept, _ = read_item_survives()
+    check(kept, "default: the item read survives")
+    with Server("-m", "8", "-o", "no_modern") as s, s.client() as c:
+        c.set("a", b"1")
+        sizing = c.stats("sizing")
+        eq(sizing["sizing_memory_limit"], "0", "no_modern: nothing measured")
+        check(not any(k.startswith("hit_ratio_at_") for k in sizing),
+              "no_modern: no curve (%r)" % sorted(sizing))
+        eq(c.stats("slabcache")["probation_bytes"], "0", "no_modern: no probation")
+
+
 def fill_without_eviction(*flags):
     with Server("-m", "8", *flags) as s, s.client(timeout=10) as c:
         n = TOTAL // VALUE_SIZE

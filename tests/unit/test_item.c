@@ -54,6 +54,34 @@ START_TEST(test_clock_exptime)
 }
 END_TEST
 
+/* --- memcached's plain LRU (-o no_modern) ----------------------------------------------- */
+
+/* A read marks an item for the CLOCK's second chance only once its last
+ * store or mark is a minute old (memcached's ITEM_UPDATE_INTERVAL); by
+ * default every read marks it. */
+START_TEST(test_legacy_lru_marks_once_a_minute)
+{
+    ck_assert_int_eq(store_op("modern", "v", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
+    struct item *it = get("modern");
+    ck_assert(item_iflags(it) & ITEM_ACTIVE);
+    item_release(it);
+
+    item_set_legacy_lru(true);
+    ck_assert_int_eq(store_op("old", "v", 0, 0, ITEM_OP_SET, 0), ITEM_OK);
+    it = get("old");
+    ck_assert(item_iflags(it) & ITEM_FETCHED);
+    ck_assert(!(item_iflags(it) & ITEM_ACTIVE));    /* stored just now */
+    item_release(it);
+    /* the clock a minute on: the next read marks it, and starts its minute */
+    clock_restore(clock_started() - ITEM_LEGACY_BUMP_S);
+    it = get("old");
+    ck_assert(item_iflags(it) & ITEM_ACTIVE);
+    ck_assert_uint_eq(it->time, clock_now());
+    item_release(it);
+    item_set_legacy_lru(false);
+}
+END_TEST
+
 /* --- basics -------------------------------------------------------------------------- */
 
 START_TEST(test_roundtrip)
@@ -1485,6 +1513,7 @@ item_suite(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_clock_exptime);
     tcase_add_test(tc, test_roundtrip);
+    tcase_add_test(tc, test_legacy_lru_marks_once_a_minute);
     tcase_add_test(tc, test_probed_lookups);
     tcase_add_test(tc, test_refcount_cap);
     tcase_add_test(tc, test_alloc_try_never_evicts);
