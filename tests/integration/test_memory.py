@@ -224,6 +224,20 @@ def no_modern_is_memcached_1_4_s_lru():
         check(not any(k.startswith("hit_ratio_at_") for k in sizing),
               "no_modern: no curve (%r)" % sorted(sizing))
         eq(c.stats("slabcache")["probation_bytes"], "0", "no_modern: no probation")
+    # Slab moves asked for again after it: `auto` moves by measurement, and
+    # with none it moves nothing (before, every class read as earning
+    # nothing, and any slab went to any class that asked).
+    with Server("-m", "8", "-o", "no_modern,slab_reassign,slab_automove=1") as s, \
+            s.client(timeout=20) as c:
+        eq(c.stats("settings")["evictions_policy"], "auto", "the stack")
+        small, large = b"s" * 1000, b"l" * 20000
+        for i in range(20000):
+            c.set("s%d" % i, small, noreply=True)
+        for i in range(2000):
+            c.set("l%d" % i, large, noreply=True)
+        eq(c.get("l1999"), large, "the last large value")
+        moved = int(c.stats("slabcache")["slabs_evicted"])
+        check(moved <= 1, "%d slabs moved: only the new size's first may be" % moved)
 
 
 def fill_without_eviction(*flags):
