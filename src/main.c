@@ -722,18 +722,12 @@ main(int argc, char **argv)
         return storage_rc < 0 ? EXIT_FAILURE : storage_rc;
     }
     sizing_window_set((uint32_t)settings.automove_window);
-    /* -o no_modern moves no slab and gives all of -m to items, as
-     * memcached 1.4 did: nothing is measured (`stats sizing` has no curve). */
-    if (!settings.lru_legacy) {
-        if (sizing_setup(settings.maxbytes, (uint32_t)(settings.maxbytes / slab_size())) != 0) {
-            fprintf(stderr, "slabcache: out of memory at start-up\n");
-            return EXIT_FAILURE;
-        }
-        /* -m bounds the measurement too (slab_room: in whole slabs). */
-        struct sizing_state sz;
-        sizing_state(&sz);
-        slab_set_reserve(sz.budget);
-        item_set_ref_hook(sizing_ref);
+    /* -o no_modern gives all of -m to items, as memcached 1.4 did:
+     * nothing is measured (`stats sizing` has no curve) until a stack
+     * moves slabs (evict_configure starts it then). */
+    if ((!settings.lru_legacy || evict_has_slab_level()) && evict_measure_start() != 0) {
+        fprintf(stderr, "slabcache: out of memory at start-up\n");
+        return EXIT_FAILURE;
     }
     stats_setup(SC_PROTOCOL_VERSION, event_get_version());
     /* the last ten minutes are kept for the admin port only */

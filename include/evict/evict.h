@@ -148,6 +148,14 @@ void            evict_give_back(void);
 uint64_t        evict_auto_moves(void);
 /* A slab moved some other way: the allocator's view of the classes is stale. */
 void            evict_auto_note_move(void);
+/*
+ * Start the measurement the allocator moves slabs by (sizing.h), booked
+ * inside -m, and feed it every get; nothing if it runs already. Called
+ * once storage is set up, and by evict_configure() for a stack that moves
+ * slabs (-o no_modern measures nothing until one does). 0, or -1 out of
+ * memory.
+ */
+int             evict_measure_start(void);
 /* Victim slabs skipped because an item in them was referenced. */
 uint64_t        evict_skipped_busy(void);
 /* Random number for policies: xorshift64*, per thread, seeded at first use. */

@@ -582,7 +582,7 @@ bool          item_slab_rescue(void);
 /*
  * memcached's LRU without its modern segments (-o no_modern): a read marks
  * an item for the CLOCK's second chance only if it was last stored or
- * marked ITEM_LEGACY_BUMP_S ago or more (memcached's ITEM_UPDATE_INTERVAL),
+ * marked over ITEM_LEGACY_BUMP_S ago (memcached's ITEM_UPDATE_INTERVAL),
  * and new items go on no probation.
  */
 #define ITEM_LEGACY_BUMP_S 60

@@ -43,6 +43,8 @@ static _Atomic(struct evict_stack *) current;
 static struct evict_stack *all_stacks;  /* guarded by configure_lock */
 static pthread_mutex_t configure_lock = PTHREAD_MUTEX_INITIALIZER;
 
+static bool stack_has_slab_level(const struct evict_stack *s);
+
 static const struct evict_policy *
 policy_find(const char *name, size_t len)
 {
@@ -117,6 +119,11 @@ evict_configure(const char *list, size_t len)
         if (want.policy[i]->setup != NULL && want.policy[i]->setup() != 0) {
             goto out;
         }
+    }
+    /* A stack that moves slabs moves them by the measurement; before
+     * storage is set up (start-up) main.c starts it. */
+    if (stack_has_slab_level(&want) && slab_class_count() > 0 && evict_measure_start() != 0) {
+        goto out;
     }
     struct evict_stack *s = stack_intern(&want);
     if (s != NULL) {

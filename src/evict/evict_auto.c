@@ -384,3 +384,21 @@ const struct evict_policy evict_policy_auto = {
     .evict = auto_evict,
     .evict_items = auto_items,
 };
+
+int
+evict_measure_start(void)
+{
+    if (sizing_enabled()) {
+        return 0;
+    }
+    size_t limit = slab_limit();
+    if (sizing_setup(limit, (uint32_t)(limit / slab_size())) != 0) {
+        return -1;
+    }
+    /* -m bounds the measurement too (slab_room: in whole slabs). */
+    struct sizing_state sz;
+    sizing_state(&sz);
+    slab_set_reserve(sz.budget);
+    item_set_ref_hook(sizing_ref);
+    return 0;
+}

@@ -18,7 +18,9 @@
  * the hand last passed (ITEM_ACTIVE, set by readers without the class
  * lock) is spared once, anything else is evicted. It approximates LRU
  * without two list pointers per item, and neither reads nor stores take
- * the class lock.
+ * the class lock. With -o no_modern a read marks an item only if its time
+ * (its store, or the hand's or a read's last mark) is over a minute old,
+ * and writes its time then, as memcached's plain LRU moves an item.
  */
 #include "item.h"
 
@@ -334,13 +336,23 @@ do_item_bump(struct item *it)
 static void
 do_item_bump_legacy(struct item *it)
 {
-    rel_time_t now = clock_now();
-
     if (!(item_iflags(it) & ITEM_FETCHED)) {
         item_iflags_set(it, ITEM_FETCHED);
     }
+    do_item_mark(it);
+}
+
+void
+do_item_mark(struct item *it)
+{
+    rel_time_t now = clock_now();
+
+    if (!atomic_load_explicit(&item_legacy_lru, memory_order_relaxed)) {
+        item_iflags_set(it, ITEM_ACTIVE);
+        return;
+    }
     if (!(item_iflags(it) & ITEM_ACTIVE) && it->time <= now &&
-        now - it->time >= ITEM_LEGACY_BUMP_S) {
+        now - it->time > ITEM_LEGACY_BUMP_S) {
         item_iflags_set(it, ITEM_ACTIVE);
         it->time = now;
     }

@@ -289,10 +289,11 @@ item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        /* Reads do not write an item's time, only ITEM_ACTIVE: read since
-         * the hand (or this sweep) last passed, it was not idle, and its
-         * age starts now, as memcached's bump does. Dead ones are the
-         * hand's; a stub stays one. */
+        /* Reads do not write an item's time (but once a minute with -o
+         * no_modern), only ITEM_ACTIVE: read since the hand (or this
+         * sweep) last passed, it was not idle, and its age starts now, as
+         * memcached's bump does. Dead ones are the hand's; a stub stays
+         * one. */
         item_stash_status_t st = ITEM_STASH_SKIP;
         if (v == CLOCK_LIVE && (item_iflags(it) & ITEM_ACTIVE)) {
             item_iflags_clear(it, ITEM_ACTIVE);

@@ -252,7 +252,7 @@ item_store_meta(struct item *it, item_store_op_t op, struct item_store_meta *m,
             do_item_link_as(it, hv, store_cas(m, NULL));
             st = ITEM_OK;
         } else {
-            item_iflags_set(old, ITEM_ACTIVE);  /* memcached bumps on a failed add */
+            do_item_mark(old);  /* memcached bumps on a failed add */
         }
         break;
     case ITEM_OP_REPLACE:

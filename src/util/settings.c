@@ -344,6 +344,7 @@ static void set_no_automove(void)   { settings.automove = 0; }
 static void set_no_modern(void)
 {
     settings.slab_reassign = false;
+    settings.automove = 0;
     settings.lru_crawler = false;
     settings.lru_legacy = true;
 }

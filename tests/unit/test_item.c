@@ -72,8 +72,13 @@ START_TEST(test_legacy_lru_marks_once_a_minute)
     ck_assert(item_iflags(it) & ITEM_FETCHED);
     ck_assert(!(item_iflags(it) & ITEM_ACTIVE));    /* stored just now */
     item_release(it);
-    /* the clock a minute on: the next read marks it, and starts its minute */
+    /* a minute on, still not: memcached bumps past the interval */
     clock_restore(clock_started() - ITEM_LEGACY_BUMP_S);
+    it = get("old");
+    ck_assert(!(item_iflags(it) & ITEM_ACTIVE));
+    item_release(it);
+    /* a second more: the next read marks it, and starts its minute */
+    clock_restore(clock_started() - 1);
     it = get("old");
     ck_assert(item_iflags(it) & ITEM_ACTIVE);
     ck_assert_uint_eq(it->time, clock_now());
