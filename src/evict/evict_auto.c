@@ -168,9 +168,6 @@ move_pays(uint8_t cls, uint8_t donor)
     const struct sizing_edge *to = &view.edge[cls], *from = &view.edge[donor];
     bool sure, sure_long;
 
-    if (!sizing_enabled()) {
-        return false;           /* -o no_modern: no measurement, no move */
-    }
     if (edge_unmeasured(from) && edge_unmeasured(&view.edge_long[donor])) {
         uint32_t s = view.slabs[donor];
         uint32_t known = s < sizing_depth() ? s : sizing_depth();

@@ -345,12 +345,11 @@ do_item_bump_legacy(struct item *it)
 void
 do_item_mark(struct item *it)
 {
-    rel_time_t now = clock_now();
-
     if (!atomic_load_explicit(&item_legacy_lru, memory_order_relaxed)) {
         item_iflags_set(it, ITEM_ACTIVE);
         return;
     }
+    rel_time_t now = clock_now();
     if (!(item_iflags(it) & ITEM_ACTIVE) && it->time <= now &&
         now - it->time > ITEM_LEGACY_BUMP_S) {
         item_iflags_set(it, ITEM_ACTIVE);
