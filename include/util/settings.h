@@ -123,8 +123,9 @@ struct settings {
     bool     protocol_given;    /* -B was given (memcached refuses -S -B auto) */
     long     temporary_ttl;     /* -o temporary_ttl=N: memcached's temporary LRU */
     bool     temp_lru;          /* ... given: items with a TTL up to N are not evicted */
-    bool     lru_legacy;        /* -o no_modern: memcached 1.4's LRU (item.h:
-                                 * item_set_legacy_lru), no measurement */
+    bool     lru_legacy;        /* -o no_modern or no_lru_maintainer: memcached's
+                                 * unsegmented LRU (item.h: item_set_legacy_lru);
+                                 * no_modern: no measurement either */
     bool     no_lru_maintainer; /* -o no_lru_maintainer: `stats` leaves out the
                                  * fields of memcached's maintainer thread, as
                                  * memcached does (slabcache runs none) */

@@ -296,16 +296,8 @@ move_to(uint8_t cls, bool any)
 void
 evict_auto_trim(void)
 {
-    uint8_t tried[EVICT_PICKS + 1];
+    uint8_t tried[EVICT_PICKS];
     unsigned ntried = 0;
-
-    /* Not the chained values' bodies: with them given back, a get of a
-     * chained value went unanswered now and then (1.6.18's chunked-items.t
-     * under load; cause open, notes/eviction.md). Their slabs still move
-     * between classes as before. */
-    if (item_chain_class() != 0) {
-        tried[ntried++] = item_chain_class();
-    }
 
     for (unsigned k = 0; k < EVICT_PICKS && slab_malloced() > slab_room(); k++) {
         uint8_t donor = donor_next(0, true, tried, ntried);

@@ -349,7 +349,14 @@ static void set_no_modern(void)
     settings.lru_legacy = true;
 }
 static void set_nothing(void)       { }
-static void set_no_maintainer(void) { settings.no_lru_maintainer = true; }
+/* memcached without its maintainer thread has no segments (lru_segmented
+ * off): its plain LRU, as no_modern's. */
+static void
+set_no_maintainer(void)
+{
+    settings.no_lru_maintainer = true;
+    settings.lru_legacy = true;
+}
 
 #define SWITCH(n, fn)       { n, COMPAT_SWITCH, fn, NULL }
 #define NOOP(n)             { n, COMPAT_NOOP, NULL, NULL }
@@ -363,9 +370,9 @@ static const char FLASH_FIFO[] = "no such knob in slabcache's flash log (space i
 static const struct compat_opt compat_opts[] = {
     SWITCH("no_slab_automove", set_no_automove),
     SWITCH("no_modern", set_no_modern),
+    SWITCH("no_lru_maintainer", set_no_maintainer),
     /* What slabcache always does: */
     SWITCH("maxconns_fast", set_nothing),
-    SWITCH("no_lru_maintainer", set_no_maintainer),
     NOOP("modern"),
     NOOP("inline_ascii_resp"),
     NOOP("no_inline_ascii_resp"),

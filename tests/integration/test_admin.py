@@ -78,6 +78,35 @@ def lowered_memlimit_gives_memory_back():
 
 
 @test
+def lowered_memlimit_gives_chained_values_memory_back():
+    """The same with values chained in 16 KB chunks (slab_chunk_max=16),
+    nothing deleted: the body class's slabs go back too (drained, their
+    values dropped), every key still answers, and what is left reads back
+    whole."""
+    def value(i):
+        return (b"%05d:" % i) * (66560 // 6) + b"x" * (66560 % 6)
+    with Server("-m", "16", "-o", "slab_chunk_max=16") as s, s.client(timeout=10) as c:
+        for i in range(300):
+            eq(c.set("key%d" % i, value(i)), "STORED")
+        held = int(c.stats("slabs")["total_malloced"])
+        check(held >= 15 * 2**20, "total_malloced %d at -m 16" % held)
+        eq(c.cmd("cache_memlimit 8"), "OK")
+        deadline = time.time() + 6
+        while time.time() < deadline and int(c.stats("slabs")["total_malloced"]) > 8 * 2**20:
+            time.sleep(0.2)
+        now = int(c.stats("slabs")["total_malloced"])
+        check(now <= 8 * 2**20, "total_malloced %d after cache_memlimit 8 (was %d)" % (now, held))
+        kept = 0
+        for i in range(300):
+            got = c.get("key%d" % i)
+            if got is not None:
+                eq(got, value(i), "key%d whole" % i)
+                kept += 1
+        check(0 < kept < 300, "%d of 300 values left" % kept)
+        eq(c.set("again", value(0)), "STORED")
+
+
+@test
 def idle_timeout_closes_idle_connections():
     with Server("-o", "idle_timeout=1") as s, s.client() as idle, \
             s.client() as partial:

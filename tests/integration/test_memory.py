@@ -220,6 +220,13 @@ def no_modern_is_memcached_1_4_s_lru():
     eq(evictions, 3, "no_modern: 11 values in 8 slabs")
     kept, _ = read_item_survives()
     check(kept, "default: the item read survives")
+    # memcached without its maintainer has no segments (lru_segmented no):
+    # the same unsegmented LRU.
+    kept, _ = read_item_survives("-o", "no_lru_maintainer")
+    check(not kept, "no_lru_maintainer: the item read within a minute was evicted first")
+    with Server("-m", "8", "-o", "no_lru_maintainer") as s, s.client() as c:
+        c.set("a", b"1")
+        eq(c.stats("slabcache")["probation_bytes"], "0", "no_lru_maintainer: no probation")
     with Server("-m", "8", "-o", "no_modern") as s, s.client() as c:
         c.set("a", b"1")
         sizing = c.stats("sizing")
