@@ -128,11 +128,11 @@ bool            evict_auto_pays(uint8_t cls, uint8_t donor);
 bool            evict_auto_first(uint8_t cls, uint32_t *freed);
 /*
  * Past the room (slab_room()) only first slabs stay: while slabs exceed
- * it (first slabs carved past -m, or -m lowered at run time), the slab the
+ * it (first slabs carved past it, or -m lowered at run time), the slab the
  * measurement values least among those a class can spare (a second slab,
  * or the only one of a class whose items a larger class of its group
  * holds) goes back to the system, not to another class. The slabs settle
- * at the room or at one per group of sizes in use, whichever is more. A
+ * at the room, plus any class's only slab that no other class can hold. A
  * few slabs per call: the caller is an allocation.
  */
 void            evict_auto_trim(void);

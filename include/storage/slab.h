@@ -120,14 +120,12 @@ uint8_t  slab_clsid(size_t size);
  * smallest item fits. The item then goes to the nearest larger class
  * that has a slab, within its own class's group or SLAB_SHARE times the
  * item, and with none, to the group's largest class, whose first slab is
- * granted past the limit (the first-slab rule). Past the limit a cache
- * thus carves at most one first slab per group, whatever -f is; below it,
- * every class carves its own. Memory past -m is the price of a home for
- * every size, so groups are coarser than memcached's classes (x1.25):
- * about two thirds as many first slabs as its first pages over the same
- * sizes, for chunks up to about SLAB_SHARE times the item's own class's
- * chunk times -f, in those first slabs only. Coarser still costs hits
- * where first slabs are most of the memory (notes/eviction.md).
+ * granted past the limit (the first-slab rule). The limit already counts
+ * a slab per class asked for (slab_room), so a class lands here only when
+ * it gave its only slab away: groups decide which classes may (those a
+ * larger class of their group can hold), not how much memory there is.
+ * Coarser groups leave more slabs free to move; finer ones kept more
+ * classes on slabs they could not give (notes/eviction.md).
  */
 #define SLAB_SHARE 1.4
 uint8_t  slab_clsid_alloc(size_t size);
@@ -267,6 +265,9 @@ size_t   slab_limit(void);
 void     slab_set_reserve(size_t bytes);
 void     slab_book(int64_t delta);
 size_t   slab_held(void);
+/* What slabs may take: the limit, or with first slabs past it a slab per
+ * class slab_clsid_alloc() has been asked for (memcached's first pages)
+ * if that is more, less slab_held(). */
 size_t   slab_room(void);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 

@@ -75,6 +75,11 @@ static _Atomic int64_t   mem_booked;       /* slab_book() */
 static _Atomic size_t    mem_malloced;
 static uint32_t          pool_head;     /* released slabs (table lock), a stack */
 static _Atomic uint32_t  pool_count;
+/* Item classes an item has been sized for since start (slab_clsid_alloc, a
+ * restore): memcached carves each of them a first page whatever -m says,
+ * so the room is at least one slab per such class (slab_room). */
+static _Atomic uint64_t  classes_asked[(SLAB_CLASS_MAX + 64) / 64];
+static _Atomic uint32_t  nclasses_asked;
 static int               arena_fd = -1; /* slab_set_file(): the arena maps it */
 
 static inline struct slab *
@@ -286,6 +291,10 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     atomic_store(&table_count, 0);
     pool_head = SLAB_ID_NONE;
     atomic_store(&pool_count, 0);
+    for (size_t w = 0; w < sizeof(classes_asked) / sizeof(classes_asked[0]); w++) {
+        atomic_store(&classes_asked[w], 0);
+    }
+    atomic_store(&nclasses_asked, 0);
     return SLAB_OK;
 }
 
@@ -368,6 +377,19 @@ share_groups(size_t chunk_min)
     }
 }
 
+/* Count c among the classes asked for, once. */
+static void
+class_asked(uint8_t c)
+{
+    uint64_t bit = 1ull << (c % 64);
+    _Atomic uint64_t *w = &classes_asked[c / 64];
+
+    if ((atomic_load_explicit(w, memory_order_relaxed) & bit) == 0 &&
+        (atomic_fetch_or(w, bit) & bit) == 0) {
+        atomic_fetch_add(&nclasses_asked, 1);
+    }
+}
+
 static bool
 class_has_slab(unsigned c)
 {
@@ -379,6 +401,9 @@ slab_clsid_alloc(size_t size)
 {
     uint8_t own = slab_clsid(size);
 
+    if (own != 0) {
+        class_asked(own);
+    }
     if (own == 0 || class_has_slab(own) || !slab_at_limit()) {
         return own;
     }
@@ -1151,11 +1176,24 @@ slab_held(void)
     return (held + slab_bytes / 2) / slab_bytes * slab_bytes;
 }
 
+/*
+ * What slabs may take: -m, or with first slabs past the limit (the
+ * default) one slab per class asked for if that is more, as memcached
+ * carves a first page for every class it stores in; the bookkeeping
+ * comes out of either. Which classes keep a slab past -m is the groups'
+ * business (slab_clsid_alloc); this is only how much memory.
+ */
 size_t
 slab_room(void)
 {
     size_t limit = atomic_load_explicit(&mem_limit, memory_order_relaxed);
     size_t held = slab_held();
+
+    if (atomic_load_explicit(&first_past_limit, memory_order_relaxed)) {
+        size_t homes = (size_t)atomic_load_explicit(&nclasses_asked, memory_order_relaxed) *
+                       stride;
+        limit = homes > limit ? homes : limit;
+    }
 
     return limit > held ? limit - held : 0;
 }
@@ -1214,6 +1252,7 @@ slab_restore_table(uint32_t n, const uint8_t *cls)
         }
         struct slab_class *k = &classes[c];
         uint32_t at = atomic_load_explicit(&k->nslabs, memory_order_relaxed);
+        class_asked(c);
         atomic_store(&s->cls, c);
         atomic_store(&s->used, 0);
         atomic_store(&s->created_ms, now);

@@ -43,8 +43,9 @@ def hit_ratio(server, extra, memory=32):
     return json.loads(p.stdout)
 
 
-@test
-def mixed_sizes_hit_ratio_against_memcached():
+def both_hit_ratios(memory):
+    """memcached's and slabcache's (auto) runs of the mixed load at -m
+    memory, or a skip that says why they cannot be compared."""
     slabcache_only()
     if not MEMCACHED:
         raise SkipCheck("memcached not installed: no reference to compare with")
@@ -52,12 +53,31 @@ def mixed_sizes_hit_ratio_against_memcached():
         # ASan slows slabcache several-fold and the load is closed-loop and
         # timed: the comparison is for release builds.
         raise SkipCheck("ASan build: hit ratios not compared")
-    mc = hit_ratio("memcached", [])
-    sc = hit_ratio("slabcache", ["--policy", "auto"])
+    return (hit_ratio("memcached", [], memory=memory),
+            hit_ratio("slabcache", ["--policy", "auto"], memory=memory))
+
+
+@test
+def mixed_sizes_hit_ratio_against_memcached():
+    mc, sc = both_hit_ratios(32)
     print("  memcached %.4f, slabcache (auto) %.4f, slabs moved %d"
           % (mc["hit_ratio"], sc["hit_ratio"], sc["slabs_evicted"]))
     check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.02,
           "slabcache %.4f vs memcached %.4f" % (sc["hit_ratio"], mc["hit_ratio"]))
+
+
+@test
+def mixed_sizes_at_m_8_at_least_memcached():
+    """At -m 8 the 60 sizes' first slabs are most of the memory: memcached
+    carves a first page for each of its 35 classes. slabcache may take as
+    many (a slab per class asked for, slab_room) and must then hit at
+    least as often (issue 28). With one slab per group of 1.4x past -m
+    (23 slabs) it missed the goal by 0.012 in every run."""
+    mc, sc = both_hit_ratios(8)
+    print("  -m 8: memcached %.4f, slabcache (auto) %.4f"
+          % (mc["hit_ratio"], sc["hit_ratio"]))
+    check(sc["hit_ratio"] >= mc["hit_ratio"] - 0.003,
+          "-m 8: slabcache %.4f vs memcached %.4f" % (sc["hit_ratio"], mc["hit_ratio"]))
 
 
 @test
@@ -68,13 +88,7 @@ def mixed_sizes_measured_moves_do_not_circle():
     moved 17,207 slabs for 27,841 items evicted here, at 0.888 against
     memcached's 0.911. The default `auto` must stay within 3% moves per item
     evicted and at memcached's hit ratio less 0.01 (noise of short runs)."""
-    slabcache_only()
-    if not MEMCACHED:
-        raise SkipCheck("memcached not installed: no reference to compare with")
-    if is_sanitized():
-        raise SkipCheck("ASan build: hit ratios not compared")
-    mc = hit_ratio("memcached", [], memory=64)
-    sc = hit_ratio("slabcache", ["--policy", "auto"], memory=64)
+    mc, sc = both_hit_ratios(64)
     print("  -m 64: memcached %.4f, slabcache (auto) %.4f, slabs moved %d, items evicted %d"
           % (mc["hit_ratio"], sc["hit_ratio"], sc["slabs_evicted"], sc["evictions"]))
     check(sc["evictions"] > 0, "the load evicted nothing")
@@ -102,6 +116,9 @@ def size_group(size, spacing=SLAB_SHARE):
     return k
 
 
+ROOM = [0]      # sizing_limit_slabs after the last slabs_under_all_sizes()
+
+
 def slabs_under_all_sizes(memory, binary=None):
     """Slabs, classes holding them, memcached's classes among those (a
     class counts in the one its smallest item fits: a group), and RSS in
@@ -127,6 +144,8 @@ def slabs_under_all_sizes(memory, binary=None):
                 groups.add(size_group(chunk[ids[n - 1]] + 1 if n > 0 else 1))
         total = sum(pages.values())
         holding = sum(1 for i in ids if pages[i])
+        if binary is None:
+            ROOM[0] = int(c.stats("sizing").get("sizing_limit_slabs", 0))
         rss = sclib.rss_kb(s.pid) // 1024
         print("  %s -m %d: %d slabs in %d classes, %d groups, %s in the pool; RSS %d MB"
               % (os.path.basename(binary or "slabcache"), memory, total, holding,
@@ -135,50 +154,41 @@ def slabs_under_all_sizes(memory, binary=None):
 
 
 @test
-def first_slabs_past_the_limit_one_per_group_of_sizes():
-    """At -m 8 under every value size from 20 B to 200 KB (about 100
-    classes at -f 1.08, 35 at the default), memory is about one slab per group of classes
-    (those whose smallest item fits one step of 1.4x), not one per
-    class (before: 99 first slabs, 108 MB of RSS, memcached 40 MB): a
-    group with no slab at the limit takes one that a class can spare (a
-    second slab, or the only slab of a class whose items a larger class of
-    its group can hold) before one is carved past -m. One or two more than
-    one per group remain when the spare slabs are busy (values being sent)
-    as a group asks. Groups as memcached's classes (x1.25) carved 35 slabs
-    where memcached carves 35 pages, and the process around them made
-    RSS 42 MB against memcached's 40; groups of 1.4x carve about 24, and
-    RSS stays below memcached's."""
+def memory_past_the_limit_is_memcached_s_first_pages():
+    """At -m 8 under every value size from 20 B to 200 KB (35 classes at
+    the default -f, about 100 at -f 1.08) memcached carves a first page for
+    every class it stores in, 35 MB. slabcache's slabs may take as much,
+    a slab per class asked for (slab_room), and no more: it held 23 (one
+    per group of 1.4x) and hit less than memcached (issue 28). Only classes
+    whose items a larger class of their group holds give their only slab
+    away, so at most one class per group holds slabs past the room. RSS
+    stays at or below memcached's."""
     slabcache_only()
     total, holding, groups, rss = slabs_under_all_sizes(8)
     check(holding <= groups + 2,
           "%d classes hold slabs at -m 8: more than one per group (%d groups)"
           % (holding, groups))
-    check(total <= groups + 2,
-          "%d slabs at -m 8: more than one per group (%d groups)" % (total, groups))
     if MEMCACHED is None:
         raise SkipCheck("memcached not installed: not compared with its pages")
     mc_total, _, _, mc_rss = slabs_under_all_sizes(8, MEMCACHED)
-    check(4 * total <= 3 * mc_total,
-          "%d slabs at -m 8, memcached %d pages: more than three quarters" % (total, mc_total))
+    check(mc_total - 2 <= total <= mc_total + 1,
+          "%d slabs at -m 8, memcached %d pages" % (total, mc_total))
     if not is_sanitized():      # ASan's shadow memory is not the server's
         check(rss <= mc_rss, "RSS %d MB at -m 8, memcached %d MB" % (rss, mc_rss))
 
 
 @test
-def slabs_past_the_limit_given_back():
-    """Past -m only first slabs stay. At -m 8 under the same load the 8
-    slabs below the limit go to the classes that come first (several in
-    some groups) and groups that come later carve theirs past -m; slabs
-    that then became spare moved to other classes and stayed (41-42 slabs
-    for 36 groups at -m 32 with groups as memcached's classes). A slab a
-    class can spare while memory is past the limit goes back to the
-    system (slab_global_page_pool counts them), so the slabs settle at
-    one per group, or -m, whichever is more."""
+def slabs_past_the_room_given_back():
+    """Past the room only first slabs stay: a slab a class can spare while
+    the slabs exceed it goes back to the system (slab_global_page_pool
+    counts them), so the slabs settle at the room (`stats sizing`'s
+    sizing_limit_slabs: -m, or a slab per class asked for, less the
+    bookkeeping), plus a first slab or two of classes that asked while the
+    spare slabs were busy."""
     slabcache_only()
-    total, _, groups, _ = slabs_under_all_sizes(8)
-    check(total <= max(8, groups) + 1,
-          "%d slabs at -m 8 for %d groups: more than one per group past the limit"
-          % (total, groups))
+    total, _, _, _ = slabs_under_all_sizes(8)
+    check(total <= ROOM[0] + 2,
+          "%d slabs at -m 8 for a room of %d" % (total, ROOM[0]))
 
 
 if __name__ == "__main__":

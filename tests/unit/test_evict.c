@@ -402,9 +402,9 @@ END_TEST
 
 /*
  * A class whose items have a home in a larger class of its group (fine
- * classes, -f 1.08) may give its only slab to a new class at the limit:
- * its items then go to that larger class, and memory stays at the limit
- * where a first slab would have been carved past it.
+ * classes, -f 1.08) may give its only slab to a class that needs one at
+ * the limit: its items then go to that larger class, and memory stays at
+ * the limit. No other class's only slab moves.
  */
 START_TEST(test_only_slab_of_a_homed_class_moves)
 {
@@ -415,7 +415,8 @@ START_TEST(test_only_slab_of_a_homed_class_moves)
         teardown();
         setup_factor(4, SLAB_SZ, 1.08, policies[p]);
         slab_set_first_past_limit(true);
-        /* Two neighbouring classes of the first group, then two far apart. */
+        /* Two neighbouring classes of the first group, then two far apart:
+         * four classes asked for, four slabs, the room (slab_room). */
         uint32_t lens[4] = { 20, 0, 2000, 20000 };
         uint8_t c0 = cls_of(20);
         lens[1] = 20;
@@ -431,13 +432,20 @@ START_TEST(test_only_slab_of_a_homed_class_moves)
         ck_assert(slab_at_limit());
         ck_assert(item_class_homed(c0));
         ck_assert(!item_class_homed(c1));
-        ck_assert(!item_class_homed(cls_of(20000)));
-        /* A fifth class takes c0's slab instead of carving past -m. */
-        uint32_t len = 8000;
-        ck_assert_int_eq(store("newkey00", len), ITEM_OK);
-        ck_assert_uint_eq(slabs_of(item_class_of(8, len)), 1);   /* its group's */
+        uint8_t big = cls_of(20000);
+        ck_assert(!item_class_homed(big));
+        /* The 20000-byte class fills its slab and needs another: c0's is
+         * the only one a class can spare. */
+        uint32_t per = slab_class_perslab(big);
+        for (uint32_t i = 1; i <= per; i++) {
+            snprintf(key, sizeof(key), "big%05u", i);
+            ck_assert_int_eq(store(key, 20000), ITEM_OK);
+        }
+        ck_assert_uint_eq(slabs_of(big), 2);
         ck_assert_uint_eq(slab_table_count(), 4);
         ck_assert_uint_eq(slabs_of(c0), 0);
+        ck_assert_uint_eq(slabs_of(c1), 1);
+        ck_assert_uint_eq(slabs_of(cls_of(2000)), 1);
         /* c0's items now go to c1, and c1 keeps its only slab. */
         ck_assert_uint_eq(item_class_of(8, 20), c1);
         for (int i = 0; i < 50; i++) {

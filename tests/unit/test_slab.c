@@ -650,10 +650,16 @@ START_TEST(test_first_slabs_shared_by_groups)
     for (size_t size = 40; size < cstats(n - 1).chunk_size; size += 37) {
         ck_assert_uint_eq(slab_clsid_alloc(size), slab_clsid(size));   /* memory to spare */
     }
+    for (uint8_t c = 1; c < last; c++) {
+        ck_assert_uint_eq(slab_clsid_alloc(cstats(c).chunk_size), c);   /* each asked for */
+    }
+    /* Every class was asked for: the room is a slab for each (slab_room),
+     * all of it the last class's, so the others have none at the limit,
+     * as classes whose only slab moved away. */
+    slab_set_first_past_limit(true);
     while (slab_alloc(last, &sid) != NULL) {
     }
     ck_assert(slab_at_limit());
-    slab_set_first_past_limit(true);
     uint32_t before = slab_table_count(), groups = 0, group = UINT32_MAX;
     uint32_t mc_classes = memcached_class(cstats(last - 1).chunk_size) -
                           memcached_class(1) + 1;
@@ -691,6 +697,35 @@ START_TEST(test_first_slabs_shared_by_groups)
         uint8_t at = slab_clsid_alloc(cstats(c).chunk_size);
         ck_assert(at == c || cstats(at).total_pages > 0);
     }
+}
+END_TEST
+
+/*
+ * With first slabs past -m (the default) the room is at least a slab per
+ * class any item was sized for, as memcached carves a first page for each
+ * class it stores in; asked twice, a class counts once; strictly -m
+ * without the rule.
+ */
+START_TEST(test_room_is_a_slab_per_class_asked)
+{
+    slab_teardown();
+    clock_setup();
+    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.08, CHUNK_MIN, hdr()), SLAB_OK);
+    uint8_t n = slab_class_count();
+    ck_assert_uint_gt(n - 1u, MAXBYTES / SLAB_SZ + 10u);
+    slab_set_first_past_limit(true);
+    ck_assert_uint_eq(slab_room(), MAXBYTES);
+    for (uint8_t c = 1; c <= 10; c++) {
+        slab_clsid_alloc(cstats(c).chunk_size);
+    }
+    ck_assert_uint_eq(slab_room(), MAXBYTES);           /* -m is more */
+    for (uint8_t c = 1; c < n; c++) {
+        slab_clsid_alloc(cstats(c).chunk_size);
+        slab_clsid_alloc(cstats(c).chunk_size - 1);     /* the same class */
+    }
+    ck_assert_uint_eq(slab_room(), (size_t)(n - 1) * SLAB_SZ);
+    slab_set_first_past_limit(false);
+    ck_assert_uint_eq(slab_room(), MAXBYTES);
 }
 END_TEST
 
@@ -1141,6 +1176,7 @@ slab_suite(void)
     tcase_add_test(tc, test_alloc_classes_get_own_slabs);
     tcase_add_test(tc, test_limit_caps_slabs);
     tcase_add_test(tc, test_first_slabs_shared_by_groups);
+    tcase_add_test(tc, test_room_is_a_slab_per_class_asked);
     tcase_add_test(tc, test_limit_not_multiple_of_slab);
     tcase_add_test(tc, test_set_limit_raises_and_lowers_cap);
     tcase_add_test(tc, test_free_returns_chunks);
