@@ -381,6 +381,7 @@ memory_file_restore(void)
         restart_meta_free(&saved);
         return EXIT_FAILURE;
     }
+    slab_classes_asked_set(saved.classes_asked);
     item_restore(saved.nslabs, &r);
     log_warn("memory file %s: restored %llu items (%llu on flash, %llu bytes) in %u slabs "
              "in %.1f ms, stopped %llds ago; %llu expired, %llu not whole (dropped)%s",
@@ -725,7 +726,7 @@ main(int argc, char **argv)
     /* -o no_modern gives all of -m to items, as memcached 1.4 did:
      * nothing is measured (`stats sizing` has no curve) until a stack
      * moves slabs (evict_configure starts it then). */
-    if ((!settings.lru_legacy || evict_has_slab_level()) && evict_measure_start() != 0) {
+    if ((!settings.measure_lazily || evict_has_slab_level()) && evict_measure_start() != 0) {
         fprintf(stderr, "slabcache: out of memory at start-up\n");
         return EXIT_FAILURE;
     }

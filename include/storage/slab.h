@@ -96,6 +96,10 @@ struct slab_info {
  * same -n and -f give memcached's chunk sizes and class ids.
  */
 #define SLAB_MC_HEADER 48
+/* memcached's pages are 1 MB whatever -I is, and it has at most 63 classes:
+ * what its first pages past -m can take (slab_room). */
+#define SLAB_MC_PAGE    ((size_t)1 << 20)
+#define SLAB_MC_CLASSES 63
 slab_rstatus_t slab_setup(size_t maxbytes, size_t slab_size, double factor,
                           size_t chunk_min, size_t item_header);
 /*
@@ -120,12 +124,14 @@ uint8_t  slab_clsid(size_t size);
  * smallest item fits. The item then goes to the nearest larger class
  * that has a slab, within its own class's group or SLAB_SHARE times the
  * item, and with none, to the group's largest class, whose first slab is
- * granted past the limit (the first-slab rule). The limit already counts
- * a slab per class asked for (slab_room), so a class lands here only when
- * it gave its only slab away: groups decide which classes may (those a
- * larger class of their group can hold), not how much memory there is.
- * Coarser groups leave more slabs free to move; finer ones kept more
- * classes on slabs they could not give (notes/eviction.md).
+ * granted past the limit (the first-slab rule). Where the room is
+ * memcached's first pages (slab_room: small -m, many classes) a class
+ * lands here when it gave its only slab away, or when another class's
+ * allocation took the room its asking added; where it is -m, also a new
+ * class at a full -m. Groups decide which classes may give their only
+ * slab (those a larger class of their group can hold); coarser groups
+ * leave more slabs free to move, finer ones kept more classes on slabs
+ * they could not give (notes/eviction.md).
  */
 #define SLAB_SHARE 1.4
 uint8_t  slab_clsid_alloc(size_t size);
@@ -265,10 +271,16 @@ size_t   slab_limit(void);
 void     slab_set_reserve(size_t bytes);
 void     slab_book(int64_t delta);
 size_t   slab_held(void);
-/* What slabs may take: the limit, or with first slabs past it a slab per
- * class slab_clsid_alloc() has been asked for (memcached's first pages)
- * if that is more, less slab_held(). */
+/* What slabs may take: the limit, or with first slabs past it what
+ * memcached's first pages would take for the classes slab_clsid_alloc()
+ * has been asked for (1 MB each, or a slab if smaller; 63 at most) if
+ * that is more, less slab_held(). The classes asked for are forgotten by slab_set_limit()
+ * (they ask again as they allocate) and kept across a warm restart. */
 size_t   slab_room(void);
+#define SLAB_ASKED_WORDS ((SLAB_CLASS_MAX + 64) / 64)
+void     slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS]);
+/* NULL: none. */
+void     slab_classes_asked_set(const uint64_t in[SLAB_ASKED_WORDS]);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 
 void     slab_class_stats(uint8_t cls, struct slab_class_stats *out);

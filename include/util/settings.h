@@ -124,8 +124,9 @@ struct settings {
     long     temporary_ttl;     /* -o temporary_ttl=N: memcached's temporary LRU */
     bool     temp_lru;          /* ... given: items with a TTL up to N are not evicted */
     bool     lru_legacy;        /* -o no_modern or no_lru_maintainer: memcached's
-                                 * unsegmented LRU (item.h: item_set_legacy_lru);
-                                 * no_modern: no measurement either */
+                                 * unsegmented LRU (item.h: item_set_legacy_lru) */
+    bool     measure_lazily;    /* -o no_modern: nothing measured until a stack
+                                 * that moves slabs is asked for */
     bool     no_lru_maintainer; /* -o no_lru_maintainer: `stats` leaves out the
                                  * fields of memcached's maintainer thread, as
                                  * memcached does (slabcache runs none) */

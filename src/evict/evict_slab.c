@@ -139,8 +139,9 @@ evict_stubs_kept(void)
      * keeping; nor one past half of memory (values need RAM too). Read
      * once per choice: the live-record count takes the flash lock. */
     uint64_t used = flash_objects_used();
+    size_t limit = slab_limit(), held = slab_held();
     if (used >= flash_records_live() ||
-        used * item_stub_size() * 2 > slab_room()) {
+        used * item_stub_size() * 2 > (limit > held ? limit - held : 0)) {
         return 0;
     }
     return stubs;

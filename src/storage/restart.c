@@ -44,6 +44,7 @@ struct meta_body {
     uint32_t hashpower;
     uint32_t nslabs;
     uint32_t has_flash;
+    uint64_t classes_asked[SLAB_ASKED_WORDS];
 };
 
 /* With has_flash, after the slab table; then flash_nslabs slot states. */
@@ -166,13 +167,25 @@ meta_parse(int fd, struct restart_meta *m, char *err, size_t n)
     struct meta_body b;
     uint64_t sum, have;
 
-    if (read_all(fd, &h, sizeof(h)) != 0 || read_all(fd, &b, sizeof(b)) != 0) {
+    if (read_all(fd, &h, sizeof(h)) != 0) {
         snprintf(err, n, "truncated");
         return RESTART_BAD;
     }
     header_fill(&want);
     if (memcmp(h.magic, want.magic, sizeof(h.magic)) != 0) {
         snprintf(err, n, "not a slabcache metadata file");
+        return RESTART_BAD;
+    }
+    /* Another format, version or item layout: readable, not usable (the
+     * body's layout may differ too, so it is not read). */
+    if (h.format != want.format || h.item_header != want.item_header ||
+        memcmp(h.version, want.version, sizeof(h.version)) != 0) {
+        m->geo.maxbytes = 0;    /* restart_compatible says why */
+        snprintf(err, n, "written by slabcache %.32s (format %u)", h.version, h.format);
+        return RESTART_FOUND;
+    }
+    if (read_all(fd, &b, sizeof(b)) != 0) {
+        snprintf(err, n, "truncated");
         return RESTART_BAD;
     }
     if (b.nslabs > (1u << 26)) {
@@ -222,12 +235,7 @@ meta_parse(int fd, struct restart_meta *m, char *err, size_t n)
     m->items.oldest_live = b.oldest_live;
     m->hashpower = b.hashpower;
     m->nslabs = b.nslabs;
-    /* Another format, version or item layout: readable, not usable. */
-    if (h.format != want.format || h.item_header != want.item_header ||
-        memcmp(h.version, want.version, sizeof(h.version)) != 0) {
-        m->geo.maxbytes = 0;    /* restart_compatible says why */
-        snprintf(err, n, "written by slabcache %.32s (format %u)", h.version, h.format);
-    }
+    memcpy(m->classes_asked, b.classes_asked, sizeof(m->classes_asked));
     return RESTART_FOUND;
 }
 
@@ -319,6 +327,7 @@ meta_write(int fd, size_t maxbytes)
     b.oldest_live = is.oldest_live;
     b.hashpower = assoc_power();
     b.nslabs = nslabs;
+    slab_classes_asked_get(b.classes_asked);
     struct flash_state fs;
     struct meta_flash f;
     b.has_flash = flash_state_save(&fs);

@@ -75,10 +75,10 @@ static _Atomic int64_t   mem_booked;       /* slab_book() */
 static _Atomic size_t    mem_malloced;
 static uint32_t          pool_head;     /* released slabs (table lock), a stack */
 static _Atomic uint32_t  pool_count;
-/* Item classes an item has been sized for since start (slab_clsid_alloc, a
- * restore): memcached carves each of them a first page whatever -m says,
- * so the room is at least one slab per such class (slab_room). */
-static _Atomic uint64_t  classes_asked[(SLAB_CLASS_MAX + 64) / 64];
+/* Item classes an item has been sized for (slab_clsid_alloc) since start
+ * or the last cache_memlimit, kept across a warm restart: memcached carves
+ * each of its classes a first page whatever -m says (slab_room). */
+static _Atomic uint64_t  classes_asked[SLAB_ASKED_WORDS];
 static _Atomic uint32_t  nclasses_asked;
 static int               arena_fd = -1; /* slab_set_file(): the arena maps it */
 
@@ -291,10 +291,7 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     atomic_store(&table_count, 0);
     pool_head = SLAB_ID_NONE;
     atomic_store(&pool_count, 0);
-    for (size_t w = 0; w < sizeof(classes_asked) / sizeof(classes_asked[0]); w++) {
-        atomic_store(&classes_asked[w], 0);
-    }
-    atomic_store(&nclasses_asked, 0);
+    slab_classes_asked_set(NULL);
     return SLAB_OK;
 }
 
@@ -1143,6 +1140,30 @@ slab_set_limit(size_t maxbytes)
     size_t cap = (size_t)slab_cap * stride;
 
     atomic_store(&mem_limit, maxbytes < cap ? maxbytes : cap);
+    /* The classes in use ask again at their next allocation: the floor
+     * forgets the ones no longer used, so a lowered limit gives them back. */
+    slab_classes_asked_set(NULL);
+}
+
+void
+slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS])
+{
+    for (size_t w = 0; w < SLAB_ASKED_WORDS; w++) {
+        out[w] = atomic_load(&classes_asked[w]);
+    }
+}
+
+void
+slab_classes_asked_set(const uint64_t in[SLAB_ASKED_WORDS])
+{
+    uint32_t n = 0;
+
+    for (size_t w = 0; w < SLAB_ASKED_WORDS; w++) {
+        uint64_t bits = in != NULL ? in[w] : 0;
+        atomic_store(&classes_asked[w], bits);
+        n += (uint32_t)__builtin_popcountll(bits);
+    }
+    atomic_store(&nclasses_asked, n);
 }
 
 size_t
@@ -1178,10 +1199,11 @@ slab_held(void)
 
 /*
  * What slabs may take: -m, or with first slabs past the limit (the
- * default) one slab per class asked for if that is more, as memcached
- * carves a first page for every class it stores in; the bookkeeping
- * comes out of either. Which classes keep a slab past -m is the groups'
- * business (slab_clsid_alloc); this is only how much memory.
+ * default) what memcached's first pages for the same classes take if that
+ * is more: a 1 MB page per class asked for, of its 63 classes at most (a
+ * slab, where slabs are smaller); the bookkeeping comes out of either.
+ * Which classes keep a slab past -m is the groups' business
+ * (slab_clsid_alloc); this is only how much.
  */
 size_t
 slab_room(void)
@@ -1190,9 +1212,10 @@ slab_room(void)
     size_t held = slab_held();
 
     if (atomic_load_explicit(&first_past_limit, memory_order_relaxed)) {
-        size_t homes = (size_t)atomic_load_explicit(&nclasses_asked, memory_order_relaxed) *
-                       stride;
-        limit = homes > limit ? homes : limit;
+        uint32_t n = atomic_load_explicit(&nclasses_asked, memory_order_relaxed);
+        size_t page = stride < SLAB_MC_PAGE ? stride : SLAB_MC_PAGE;
+        size_t pages = (size_t)(n < SLAB_MC_CLASSES ? n : SLAB_MC_CLASSES) * page;
+        limit = pages > limit ? pages : limit;
     }
 
     return limit > held ? limit - held : 0;
@@ -1252,7 +1275,6 @@ slab_restore_table(uint32_t n, const uint8_t *cls)
         }
         struct slab_class *k = &classes[c];
         uint32_t at = atomic_load_explicit(&k->nslabs, memory_order_relaxed);
-        class_asked(c);
         atomic_store(&s->cls, c);
         atomic_store(&s->used, 0);
         atomic_store(&s->created_ms, now);

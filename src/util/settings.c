@@ -347,6 +347,7 @@ static void set_no_modern(void)
     settings.automove = 0;
     settings.lru_crawler = false;
     settings.lru_legacy = true;
+    settings.measure_lazily = true;
 }
 static void set_nothing(void)       { }
 /* memcached without its maintainer thread has no segments (lru_segmented

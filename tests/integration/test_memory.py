@@ -227,6 +227,12 @@ def no_modern_is_memcached_1_4_s_lru():
     with Server("-m", "8", "-o", "no_lru_maintainer") as s, s.client() as c:
         c.set("a", b"1")
         eq(c.stats("slabcache")["probation_bytes"], "0", "no_lru_maintainer: no probation")
+    # ... and measures as before, whatever the stack (no_modern's lazy start
+    # is its own).
+    with Server("-m", "64", "-o", "no_lru_maintainer", "--eviction=lru") as s, s.client() as c:
+        sizing = c.stats("sizing")
+        check(int(sizing["sizing_memory_limit"]) > 0 and "hit_ratio_at_1x" in sizing,
+              "no_lru_maintainer, lru: measured (%r)" % sorted(sizing))
     with Server("-m", "8", "-o", "no_modern") as s, s.client() as c:
         c.set("a", b"1")
         sizing = c.stats("sizing")

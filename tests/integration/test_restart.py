@@ -160,6 +160,44 @@ def graceful_stop_keeps_every_item():
 
 
 @test
+def first_slabs_room_survives_a_graceful_stop():
+    """The room past -m (a slab per class asked for, as memcached's first
+    pages) is saved with the slabs: a class that gave its only slab away
+    before the stop still counts after it, so the give-back does not drain
+    a restored slab. At -m 8, nine classes of a slab each; the 1,480-byte
+    class's slab, emptied, goes to the 200 KB class (its items have a home
+    in the 1,856-byte class of their group)."""
+    slabcache_only()
+    sizes = [50, 400, 1400, 1800, 3500, 9000, 25000, 60000]
+    big = b"B" * 200000
+    with memory_file() as (d, path):
+        s = Server("-m", "8", "-e", path).start()
+        with Client(s.port) as c:
+            for n in sizes:
+                eq(c.set("s%d" % n, b"x" * n), "STORED", "s%d" % n)
+            eq(c.set("b0", big), "STORED", "b0")
+            eq(c.cmd("delete s1400"), "DELETED")
+            for i in range(1, 7):
+                eq(c.set("b%d" % i, big), "STORED", "b%d" % i)
+            room = c.stats("sizing")["sizing_limit_slabs"]
+            held = int(c.stats("slabs")["total_malloced"])
+            check(held > 8 << 20, "total_malloced %d: the test needs slabs past -m" % held)
+            kept = [i for i in range(7) if c.get("b%d" % i) == big]
+            check(len(kept) == 7, "b%r evicted before the stop" % sorted(set(range(7)) - set(kept)))
+        graceful_stop(s)
+        s = Server("-m", "8", "-e", path).start()
+        try:
+            with Client(s.port) as c:
+                eq(c.stats("sizing")["sizing_limit_slabs"], room, "the room after the restart")
+                time.sleep(2.5)     # the give-back runs once a second
+                eq(int(c.stats("slabs")["total_malloced"]), held, "total_malloced")
+                for i in kept:
+                    eq(c.get("b%d" % i), big, "b%d after the restart" % i)
+        finally:
+            s.stop()
+
+
+@test
 def shutdown_graceful_saves_too():
     """`shutdown graceful` (-A) stops as SIGUSR1 does."""
     slabcache_only()

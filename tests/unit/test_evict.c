@@ -459,6 +459,40 @@ START_TEST(test_only_slab_of_a_homed_class_moves)
 }
 END_TEST
 
+/*
+ * Where -m is more than a slab per class asked for, the room is -m: a new
+ * class at a full -m takes a slab some class can spare (here the large
+ * class's second) rather than carving one past it.
+ */
+START_TEST(test_new_class_at_a_full_m_takes_a_spare_slab)
+{
+    static const char *const policies[] = { "auto", "random", "lrc,lru" };
+    char key[32];
+
+    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
+        teardown();
+        setup_factor(4, SLAB_SZ, 1.08, policies[p]);
+        slab_set_first_past_limit(true);
+        uint8_t big = cls_of(20000);
+        uint32_t per = slab_class_perslab(big);
+        ck_assert_int_eq(store("key00000", 20), ITEM_OK);
+        ck_assert_int_eq(store("key00001", 2000), ITEM_OK);
+        for (uint32_t i = 0; i <= per; i++) {
+            snprintf(key, sizeof(key), "big%05u", i);
+            ck_assert_int_eq(store(key, 20000), ITEM_OK);
+        }
+        ck_assert_uint_eq(slabs_of(big), 2);
+        ck_assert_uint_eq(slab_table_count(), 4);
+        ck_assert(slab_at_limit());
+        ck_assert_int_eq(store("newkey00", 8000), ITEM_OK);
+        ck_assert_uint_eq(slabs_of(item_class_of(8, 8000)), 1);
+        ck_assert_uint_eq(slab_table_count(), 4);
+        ck_assert_uint_eq(slabs_of(big), 1);
+        slab_set_first_past_limit(false);
+    }
+}
+END_TEST
+
 START_TEST(test_random_moves_a_slab)
 {
     uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
@@ -1673,6 +1707,7 @@ evict_suite(void)
     tcase_add_test(tc, test_first_slab_rule_spares_only_slabs);
     tcase_add_test(tc, test_first_slab_past_limit_when_none_can_spare);
     tcase_add_test(tc, test_only_slab_of_a_homed_class_moves);
+    tcase_add_test(tc, test_new_class_at_a_full_m_takes_a_spare_slab);
     tcase_add_test(tc, test_random_takes_other_classes_first);
     tcase_add_test(tc, test_lra_picks_least_recently_accessed);
     tcase_add_test(tc, test_lrc_picks_least_recently_created);

@@ -701,31 +701,42 @@ START_TEST(test_first_slabs_shared_by_groups)
 END_TEST
 
 /*
- * With first slabs past -m (the default) the room is at least a slab per
- * class any item was sized for, as memcached carves a first page for each
- * class it stores in; asked twice, a class counts once; strictly -m
- * without the rule.
+ * With first slabs past -m (the default) the room is at least what
+ * memcached's first pages take for the classes any item was sized for (a
+ * slab each here, where slabs are smaller than its 1 MB pages; 63 classes
+ * at most); asked twice, a class counts once; slab_set_limit() forgets
+ * them; strictly -m without the rule.
  */
 START_TEST(test_room_is_a_slab_per_class_asked)
 {
+    size_t limit = 16 * SLAB_SZ;
+
     slab_teardown();
     clock_setup();
-    ck_assert_int_eq(slab_setup(MAXBYTES, SLAB_SZ, 1.08, CHUNK_MIN, hdr()), SLAB_OK);
+    ck_assert_int_eq(slab_setup(limit, SLAB_SZ, 1.08, CHUNK_MIN, hdr()), SLAB_OK);
     uint8_t n = slab_class_count();
-    ck_assert_uint_gt(n - 1u, MAXBYTES / SLAB_SZ + 10u);
+    ck_assert_uint_gt(n - 1u, SLAB_MC_CLASSES);
     slab_set_first_past_limit(true);
-    ck_assert_uint_eq(slab_room(), MAXBYTES);
+    ck_assert_uint_eq(slab_room(), limit);
     for (uint8_t c = 1; c <= 10; c++) {
         slab_clsid_alloc(cstats(c).chunk_size);
     }
-    ck_assert_uint_eq(slab_room(), MAXBYTES);           /* -m is more */
-    for (uint8_t c = 1; c < n; c++) {
+    ck_assert_uint_eq(slab_room(), limit);              /* -m is more */
+    for (uint8_t c = 1; c <= 40; c++) {
         slab_clsid_alloc(cstats(c).chunk_size);
         slab_clsid_alloc(cstats(c).chunk_size - 1);     /* the same class */
     }
-    ck_assert_uint_eq(slab_room(), (size_t)(n - 1) * SLAB_SZ);
+    ck_assert_uint_eq(slab_room(), 40 * SLAB_SZ);
+    for (uint8_t c = 1; c < n; c++) {
+        slab_clsid_alloc(cstats(c).chunk_size);
+    }
+    ck_assert_uint_eq(slab_room(), SLAB_MC_CLASSES * SLAB_SZ);   /* memcached's classes */
     slab_set_first_past_limit(false);
-    ck_assert_uint_eq(slab_room(), MAXBYTES);
+    ck_assert_uint_eq(slab_room(), limit);
+    slab_set_first_past_limit(true);
+    slab_set_limit(limit);
+    ck_assert_uint_eq(slab_room(), limit);              /* forgotten */
+    slab_set_first_past_limit(false);
 }
 END_TEST
 
