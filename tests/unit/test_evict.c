@@ -400,6 +400,19 @@ START_TEST(test_first_slab_past_limit_when_none_can_spare)
 }
 END_TEST
 
+/* The slab-moving stacks the first-slab tests run under. */
+static const char *const slab_policies[] = { "auto", "random", "lrc,lru" };
+#define N_SLAB_POLICIES (sizeof(slab_policies) / sizeof(slab_policies[0]))
+
+/* -m of four slabs, fine classes (-f 1.08), first slabs past the limit. */
+static void
+setup_four_fine_slabs(const char *policy)
+{
+    teardown();
+    setup_factor(4, SLAB_SZ, 1.08, policy);
+    slab_set_first_past_limit(true);
+}
+
 /*
  * A class whose items have a home in a larger class of its group (fine
  * classes, -f 1.08) may give its only slab to a class that needs one at
@@ -408,13 +421,10 @@ END_TEST
  */
 START_TEST(test_only_slab_of_a_homed_class_moves)
 {
-    static const char *const policies[] = { "auto", "random", "lrc,lru" };
     char key[32];
 
-    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
-        teardown();
-        setup_factor(4, SLAB_SZ, 1.08, policies[p]);
-        slab_set_first_past_limit(true);
+    for (size_t p = 0; p < N_SLAB_POLICIES; p++) {
+        setup_four_fine_slabs(slab_policies[p]);
         /* Two neighbouring classes of the first group, then two far apart:
          * four classes asked for, four slabs, the room (slab_room). */
         uint32_t lens[4] = { 20, 0, 2000, 20000 };
@@ -466,13 +476,10 @@ END_TEST
  */
 START_TEST(test_new_class_at_a_full_m_takes_a_spare_slab)
 {
-    static const char *const policies[] = { "auto", "random", "lrc,lru" };
     char key[32];
 
-    for (size_t p = 0; p < sizeof(policies) / sizeof(policies[0]); p++) {
-        teardown();
-        setup_factor(4, SLAB_SZ, 1.08, policies[p]);
-        slab_set_first_past_limit(true);
+    for (size_t p = 0; p < N_SLAB_POLICIES; p++) {
+        setup_four_fine_slabs(slab_policies[p]);
         uint8_t big = cls_of(20000);
         uint32_t per = slab_class_perslab(big);
         ck_assert_int_eq(store("key00000", 20), ITEM_OK);
