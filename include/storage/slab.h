@@ -274,8 +274,9 @@ size_t   slab_held(void);
 /* What slabs may take: the limit, or with first slabs past it what
  * memcached's first pages would take for the classes slab_clsid_alloc()
  * has been asked for (1 MB each, or a slab if smaller; 63 at most) if
- * that is more, less slab_held(). The classes asked for are forgotten by slab_set_limit()
- * (they ask again as they allocate) and kept across a warm restart. */
+ * that is more, less slab_held(). The classes asked for are forgotten by
+ * slab_set_limit() (they ask again as they allocate) and kept across a
+ * warm restart. */
 size_t   slab_room(void);
 #define SLAB_ASKED_WORDS ((SLAB_CLASS_MAX + 64) / 64)
 void     slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS]);
