@@ -580,10 +580,10 @@ void          item_set_temporary_ttl(uint32_t seconds);
 void          item_set_slab_rescue(bool on);
 bool          item_slab_rescue(void);
 /*
- * memcached's LRU without its modern segments (-o no_modern): a read marks
- * an item for the CLOCK's second chance only if it was last stored or
- * marked over ITEM_LEGACY_BUMP_S ago (memcached's ITEM_UPDATE_INTERVAL),
- * and new items go on no probation.
+ * memcached's LRU without its segments (-o no_modern, no_lru_maintainer):
+ * a read marks an item for the CLOCK's second chance only if it was last
+ * stored or marked over ITEM_LEGACY_BUMP_S ago (memcached's
+ * ITEM_UPDATE_INTERVAL), and new items go on no probation.
  */
 #define ITEM_LEGACY_BUMP_S 60
 void          item_set_legacy_lru(bool on);

@@ -18,9 +18,10 @@
  * the hand last passed (ITEM_ACTIVE, set by readers without the class
  * lock) is spared once, anything else is evicted. It approximates LRU
  * without two list pointers per item, and neither reads nor stores take
- * the class lock. With -o no_modern a read marks an item only if its time
- * (its store, or the hand's or a read's last mark) is over a minute old,
- * and writes its time then, as memcached's plain LRU moves an item.
+ * the class lock. With the unsegmented LRU (-o no_modern or
+ * no_lru_maintainer) a read marks an item only if its time (its store, or
+ * the hand's or a read's last mark) is over a minute old, and writes its
+ * time then, as memcached's plain LRU moves an item.
  */
 #include "item.h"
 
@@ -330,7 +331,7 @@ do_item_bump(struct item *it)
     }
 }
 
-/* -o no_modern: marked at most once a minute, as memcached's plain LRU
+/* The unsegmented LRU: marked at most once a minute, as memcached's plain LRU
  * moves an item (partition lock held: the item's time is written under
  * it, as a store's is). */
 static void

@@ -289,8 +289,8 @@ item_clock_flash_aged(uint32_t sid, uint8_t cls, rel_time_t min_idle)
         if (v == CLOCK_HOLE || v == CLOCK_BUSY) {
             continue;
         }
-        /* Reads do not write an item's time (but once a minute with -o
-         * no_modern), only ITEM_ACTIVE: read since the hand (or this
+        /* Reads do not write an item's time (but once a minute with the
+         * unsegmented LRU), only ITEM_ACTIVE: read since the hand (or this
          * sweep) last passed, it was not idle, and its age starts now, as
          * memcached's bump does. Dead ones are the hand's; a stub stays
          * one. */
@@ -405,7 +405,7 @@ void
 item_probation_push(struct item *it)
 {
     /* A stub is the flash tier's index entry, not a newly stored value;
-     * memcached's plain LRU (-o no_modern) has no probation. */
+     * memcached's unsegmented LRU (item_set_legacy_lru) has no probation. */
     if ((item_iflags(it) & ITEM_FLASH) ||
         atomic_load_explicit(&item_legacy_lru, memory_order_relaxed)) {
         return;

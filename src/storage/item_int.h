@@ -55,7 +55,7 @@ extern _Atomic uint64_t              item_cas_seq;
 extern _Atomic bool                  item_slab_rescue_on;
 extern _Atomic bool                  item_legacy_lru;   /* item_set_legacy_lru */
 /* Partition lock held: a second chance for it at the CLOCK hand (once a
- * minute at most with -o no_modern), without counting a read. */
+ * minute at most with the unsegmented LRU), without counting a read. */
 void do_item_mark(struct item *it);
 extern _Atomic rel_time_t            item_oldest_live;  /* flush_all point */
 extern _Atomic rel_time_t            item_temporary_ttl;    /* 0: off */
