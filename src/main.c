@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sysexits.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -155,7 +156,7 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     (void)arg;
     clock_tick();
     evict_give_back();
-    history_sample();
+    history_sample((int64_t)time(NULL));
 }
 
 /*

@@ -40,8 +40,11 @@
 /* The ring, booked within -m (slab_book); set up only with an admin port. */
 int   history_setup(void);
 void  history_teardown(void);
-/* Take this second's sample (the main loop's tick); none without a ring. */
-void  history_sample(void);
+/* Take the sample of second `now` (unix time; the main loop's tick); none
+ * without a ring. A timer that fires late catches up with a second tick
+ * soon after, in the same second: that sample replaces the second's first,
+ * so the ring keeps one sample per second and its times never repeat. */
+void  history_sample(int64_t now);
 /* {"interval_s":1,"fields":["time",...],"samples":[[unix time, ...], ...]},
  * oldest first, at most HISTORY_SAMPLES. */
 void  history_render_json(stats_write_fn w, void *ctx);

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "slab.h"
@@ -101,7 +100,7 @@ rss_bytes(void)
 }
 
 void
-history_sample(void)
+history_sample(int64_t now)
 {
     struct sample s;
 
@@ -112,15 +111,21 @@ history_sample(void)
         return;                 /* no admin port: nothing to keep it for */
     }
     memset(&s, 0, sizeof(s));
-    s.time = (int64_t)time(NULL);
+    s.time = now;
     stats_emit(STATS_GENERAL, collect, &s);
     stats_emit(STATS_SLABCACHE, collect, &s);
     s.v[HF_rss_bytes] = rss_bytes();
     pthread_mutex_lock(&lock);
     if (ring != NULL) {
-        ring[head] = s;
-        head = (head + 1) % HISTORY_SAMPLES;
-        count += count < HISTORY_SAMPLES;
+        uint32_t last = (head + HISTORY_SAMPLES - 1) % HISTORY_SAMPLES;
+
+        if (count > 0 && ring[last].time == now) {
+            ring[last] = s;     /* a late tick's catch-up: same second */
+        } else {
+            ring[head] = s;
+            head = (head + 1) % HISTORY_SAMPLES;
+            count += count < HISTORY_SAMPLES;
+        }
     }
     pthread_mutex_unlock(&lock);
 }

@@ -69,7 +69,7 @@ START_TEST(test_ring_keeps_the_newest_samples_oldest_first)
 
     ck_assert_int_eq(history_setup(), 0);
     for (figure = 1; figure <= HISTORY_SAMPLES + 50; figure++) {
-        history_sample();
+        history_sample(1000 + (int64_t)figure);
     }
     history_render_json(append, &t);
     /* one '[' per sample, and one each for "fields" and "samples" */
@@ -101,18 +101,45 @@ START_TEST(test_empty_before_the_first_sample)
 }
 END_TEST
 
+/* A late tick and its catch-up fall in the same second: the later figures
+ * replace that second's sample, so times never repeat; the next second
+ * gets a sample of its own. */
+START_TEST(test_one_sample_per_second)
+{
+    struct text t = { NULL, 0 };
+
+    ck_assert_int_eq(history_setup(), 0);
+    figure = 5;
+    history_sample(2000);
+    figure = 6;
+    history_sample(2001);
+    figure = 7;
+    history_sample(2001);
+    figure = 8;
+    history_sample(2002);
+    history_render_json(append, &t);
+    ck_assert_ptr_nonnull(strstr(t.s, "\"samples\":[[2000,5,"));
+    ck_assert_ptr_nonnull(strstr(t.s, "],[2001,7,"));
+    ck_assert_ptr_null(strstr(t.s, "[2001,6,"));
+    ck_assert_ptr_nonnull(strstr(t.s, "],[2002,8,"));
+    ck_assert_uint_eq(count(t.s, "["), 3 + 2);
+    free(t.s);
+    history_teardown();
+}
+END_TEST
+
 /* The ring counts within -m while it exists; without one (no admin port)
  * a tick reads no figures at all. */
 START_TEST(test_ring_is_booked_and_no_ring_reads_nothing)
 {
     emits = 0;
-    history_sample();
+    history_sample(1000);
     ck_assert_uint_eq(emits, 0);
     ck_assert_int_eq(history_setup(), 0);
     ck_assert_int_ge(booked, (int64_t)HISTORY_SAMPLES * 8);
     ck_assert_int_eq(history_setup(), 0);           /* again: booked once */
     int64_t once = booked;
-    history_sample();
+    history_sample(1000);
     ck_assert_uint_gt(emits, 0);
     history_teardown();
     ck_assert_int_eq(booked, 0);
@@ -128,6 +155,7 @@ history_suite(void)
 
     tcase_add_test(tc, test_ring_keeps_the_newest_samples_oldest_first);
     tcase_add_test(tc, test_empty_before_the_first_sample);
+    tcase_add_test(tc, test_one_sample_per_second);
     tcase_add_test(tc, test_ring_is_booked_and_no_ring_reads_nothing);
     suite_add_tcase(s, tc);
     return s;
