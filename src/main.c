@@ -146,8 +146,9 @@ auth_setup(void)
     return EXIT_FAILURE;
 }
 
-/* Once a second: the clock; and slabs past a lowered cache_memlimit go
- * back to the system even while nothing is stored. */
+/* Once a second: the clock; slabs past a lowered cache_memlimit go back
+ * to the system even while nothing is stored, and memory a class stopped
+ * using goes to the global pool (evict_tick). */
 static void
 on_clock(evutil_socket_t fd, short what, void *arg)
 {
@@ -155,7 +156,7 @@ on_clock(evutil_socket_t fd, short what, void *arg)
     (void)what;
     (void)arg;
     clock_tick();
-    evict_give_back();
+    evict_tick(clock_now());
     history_sample((int64_t)time(NULL));
 }
 

@@ -137,13 +137,29 @@ bool            evict_auto_first(uint8_t cls, uint32_t *freed);
  */
 void            evict_auto_trim(void);
 /*
- * evict_auto_trim() if the stack moves slabs (a slab-level policy in it)
- * and the slabs exceed the room. After every eviction run, and once a
- * second from the server's clock, so memory past a lowered cache_memlimit
- * goes back with no allocation asking (memcached frees pages to the
- * system there too).
+ * While the slabs exceed the room: slabs kept in the pool go back to the
+ * system first, then evict_auto_trim() if the stack moves slabs (a
+ * slab-level policy in it). After every eviction run, and once a second
+ * from the server's clock, so memory past a lowered cache_memlimit goes
+ * back with no allocation asking (memcached frees pages to the system
+ * there too).
  */
 void            evict_give_back(void);
+/*
+ * The server's clock, once a second (now: clock_now()): evict_give_back(),
+ * then, if the stack moves slabs, evict_pool_idle(now).
+ */
+void            evict_tick(uint32_t now);
+/*
+ * Memory a class stopped using goes to the global pool (evict_pool.c): a
+ * class with no eviction, out-of-memory answer or slab gained for
+ * slab_automove_window seconds, more than 2.5 slabs of free chunks, and
+ * all of the room carved, gives its emptiest slabs (a few a tick, their
+ * items moved into its free chunks) to the pool, within -m
+ * (slab_pool_keep). evict_pool_reset() forgets what it watched.
+ */
+void            evict_pool_idle(uint32_t now);
+void            evict_pool_reset(void);
 /* Slabs the measured allocator moved. */
 uint64_t        evict_auto_moves(void);
 /* A slab moved some other way: the allocator's view of the classes is stale. */

@@ -550,6 +550,9 @@ item_slab_status_t item_slab_evict(uint32_t sid, uint8_t cls);
 /* The same, but the emptied slab's memory goes back to the system
  * (slab_release) instead of to a class. */
 item_slab_status_t item_slab_release(uint32_t sid);
+/* The same, but the emptied slab stays within -m, in the global pool
+ * (slab_pool_keep) for whichever class needs a slab next. */
+item_slab_status_t item_slab_pool(uint32_t sid);
 /* -o slab_rescue=0|1 (default 1). */
 /*
  * Warm restart (restart.h). item_state_save/restore: what the items are

@@ -87,6 +87,7 @@ struct slab_info {
     uint8_t  cls;               /* 0 = not assigned */
     uint64_t created_ms;        /* when it was (re)carved */
     uint64_t accessed_ms;       /* last read or write of one of its items */
+    uint32_t used;              /* chunks handed out */
 };
 
 /*
@@ -214,11 +215,29 @@ void         slab_attach(uint8_t cls, uint32_t sid);
  * (memcached's slab_global_page_pool).
  */
 void         slab_release(uint32_t sid);
+/*
+ * Put an unassigned slab in the pool but keep it within -m: carved,
+ * resident and counted in slab_malloced(), as memcached's global page pool
+ * keeps its pages. A class's next slab comes from these first, with no
+ * limit to check. slab_pool_unkeep(): release one of them (slab_release),
+ * false if there is none.
+ */
+void         slab_pool_keep(uint32_t sid);
+bool         slab_pool_unkeep(void);
+/* Slabs ever put in the pool (a move, as memcached counts slabs_moved). */
+uint64_t     slab_pool_kept_total(void);
+/* Carve a kept slab for cls (`slabs reassign 0 N`); false if none. */
+bool         slab_pool_take(uint8_t cls);
+/* Slabs in the pool, released or kept (slab_global_page_pool); kept. */
 uint32_t     slab_pool_count(void);
+uint32_t     slab_pool_kept(void);
 
 /* Free chunks of cls now (read without the lock: a hint). */
 uint64_t     slab_class_free(uint8_t cls);
-/* No new slab fits under the memory limit. */
+/* All of the room is carved (pooled slabs included): memcached's
+ * "memory limit reached". */
+bool         slab_all_carved(void);
+/* No new slab fits under the memory limit, and none is kept in the pool. */
 bool         slab_at_limit(void);
 
 /*
@@ -283,6 +302,10 @@ void     slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS]);
 /* NULL: none. */
 void     slab_classes_asked_set(const uint64_t in[SLAB_ASKED_WORDS]);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
+/* What counts against -m: the slabs (pooled ones kept within -m too) and
+ * the bookkeeping's whole slabs (slab_held): `total_malloced`, which
+ * reaches -m when memory is full, as memcached's does. */
+size_t   slab_charged(void);
 
 void     slab_class_stats(uint8_t cls, struct slab_class_stats *out);
 

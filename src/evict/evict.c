@@ -158,6 +158,7 @@ evict_teardown(void)
         all_stacks = next;
     }
     pthread_mutex_unlock(&configure_lock);
+    evict_pool_reset();
 }
 
 void
@@ -296,8 +297,22 @@ evict_give_back(void)
 {
     struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
 
+    while (slab_malloced() > slab_room() && slab_pool_unkeep()) {
+        /* a pooled slab is the cheapest to give */
+    }
     if (s != NULL && stack_has_slab_level(s) && slab_malloced() > slab_room()) {
         evict_auto_trim();
+    }
+}
+
+void
+evict_tick(uint32_t now)
+{
+    struct evict_stack *s = atomic_load_explicit(&current, memory_order_acquire);
+
+    evict_give_back();
+    if (s != NULL && stack_has_slab_level(s)) {
+        evict_pool_idle(now);
     }
 }
 

@@ -1,15 +1,16 @@
 /*
  * evict_reassign.c -- memcached's `slabs reassign <src> <dst>` on the slab
- * table: move one slab of class src to class dst now, dropping its items.
+ * table: move one slab of class src to class dst now, its live items
+ * moved into free chunks of their class where there are some (slab
+ * rescue), the rest dropped.
  *
  * memcached queues the move for its page mover; here the slab-level
  * eviction machinery does it in the caller, so OK means done. The victim
  * is src's least recently accessed slab that holds no referenced item.
- * memcached's class 0 is its global pool of unassigned pages; slabcache
- * keeps no such pool, but an empty slab is handed to the first class that
- * needs memory before any eviction (evict.c), so empty slabs play its
- * part: `reassign N 0` empties a slab of N, `reassign 0 M` moves an empty
- * slab of any class to M.
+ * Class 0 is the global page pool, as memcached's: `reassign N 0` puts a
+ * slab of N there, within -m (slab_pool_keep), for the next class that
+ * needs memory; `reassign 0 M` gives M a slab from the pool, or else an
+ * empty slab of another class.
  */
 #include "evict.h"
 
@@ -61,7 +62,7 @@ coldest_slab(uint8_t cls, const uint32_t *tried, int ntried)
     return best;
 }
 
-/* Drop a slab of src and carve it for dst (src itself: left empty). */
+/* Empty a slab of src and carve it for dst (0: into the pool). */
 static evict_reassign_t
 move_from(uint8_t src, uint8_t dst)
 {
@@ -73,7 +74,9 @@ move_from(uint8_t src, uint8_t dst)
             break;
         }
         tried[i] = sid;
-        if (item_slab_evict(sid, dst) == ITEM_SLAB_OK) {
+        item_slab_status_t st = dst == 0 ? item_slab_pool(sid) : item_slab_evict(sid, dst);
+        if (st == ITEM_SLAB_OK) {
+            evict_auto_note_move();
             return EVICT_REASSIGN_OK;
         }
     }
@@ -94,6 +97,10 @@ reassign_locked(int src, int dst)
     if (src < 0 || src > top || dst < 0 || dst > top) {
         return EVICT_REASSIGN_BADCLASS;
     }
+    if (src == 0 && slab_pool_take((uint8_t)dst)) {
+        evict_auto_note_move();
+        return EVICT_REASSIGN_OK;
+    }
     if (src == 0) {
         uint32_t sid = slab_find_empty((uint8_t)dst, 0);
         if (sid == SLAB_ID_NONE) {
@@ -105,7 +112,7 @@ reassign_locked(int src, int dst)
     if (slab_class_slabs((uint8_t)src) < 2) {
         return EVICT_REASSIGN_NOSPARE;
     }
-    return move_from((uint8_t)src, dst == 0 ? (uint8_t)src : (uint8_t)dst);
+    return move_from((uint8_t)src, (uint8_t)dst);
 }
 
 evict_reassign_t

@@ -337,7 +337,8 @@ emit_general(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "slab_reassign_running", 0);
     struct slab_evict_figures g;
     slab_evict_global(&g);
-    emit_u64(emit, ctx, "slabs_moved", g.slabs_gained);
+    /* memcached counts every page its mover moves, to the pool too */
+    emit_u64(emit, ctx, "slabs_moved", g.slabs_gained + slab_pool_kept_total());
     if (crawler_enabled()) {     /* enable and disable change it, as memcached */
         emit_u64(emit, ctx, "lru_crawler_running", crawler_running() ? 1 : 0);
         emit_u64(emit, ctx, "lru_crawler_starts", crawler_starts());
@@ -410,7 +411,7 @@ emit_own(stats_emit_fn emit, void *ctx)
     emit_u64(emit, ctx, "hash_expansions", assoc_expansions());
     /* the classes' probation FIFOs (item_clock.c), booked inside -m */
     emit_u64(emit, ctx, "probation_bytes", item_probation_bytes());
-    emit_u64(emit, ctx, "total_malloced", slab_malloced());
+    emit_u64(emit, ctx, "total_malloced", slab_charged());
 #define EMIT_GLOBAL(name) emit_u64(emit, ctx, #name, g.name);
     STATS_SLAB_EVICT_GLOBAL(EMIT_GLOBAL)
 #undef EMIT_GLOBAL
@@ -663,7 +664,7 @@ emit_slabs(stats_emit_fn emit, void *ctx)
 #undef EMIT_CLASS
     }
     emit_u64(emit, ctx, "active_slabs", active);
-    emit_u64(emit, ctx, "total_malloced", slab_malloced());
+    emit_u64(emit, ctx, "total_malloced", slab_charged());
     if (flash_enabled()) {
         /* The flash tier's slabs (slabcache's own lines). */
         struct flash_stats fs;

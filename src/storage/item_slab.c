@@ -284,15 +284,28 @@ item_slab_evict(uint32_t sid, uint8_t cls)
     return st;
 }
 
-item_slab_status_t
-item_slab_release(uint32_t sid)
+/* Empty slab sid for no class, then hand it to put (release or pool). */
+static item_slab_status_t
+slab_empty_to(uint32_t sid, void (*put)(uint32_t))
 {
     item_slab_status_t st = slab_empty(sid, 0);
 
     if (st == ITEM_SLAB_OK) {
-        slab_release(sid);
+        put(sid);
     }
     return st;
+}
+
+item_slab_status_t
+item_slab_release(uint32_t sid)
+{
+    return slab_empty_to(sid, slab_release);
+}
+
+item_slab_status_t
+item_slab_pool(uint32_t sid)
+{
+    return slab_empty_to(sid, slab_pool_keep);
 }
 
 /* --- walking live items ------------------------------------------------------- */

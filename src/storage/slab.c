@@ -75,6 +75,9 @@ static _Atomic int64_t   mem_booked;       /* slab_book() */
 static _Atomic size_t    mem_malloced;
 static uint32_t          pool_head;     /* released slabs (table lock), a stack */
 static _Atomic uint32_t  pool_count;
+static uint32_t          kept_head;     /* pooled within -m: carved, charged (table lock) */
+static _Atomic uint32_t  kept_count;
+static _Atomic uint64_t  kept_total;    /* slabs ever put in the pool from a class */
 /* Item classes an item has been sized for (slab_clsid_alloc) since start
  * or the last cache_memlimit, kept across a warm restart: memcached carves
  * each of its classes a first page whatever -m says (slab_room). */
@@ -291,6 +294,9 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     atomic_store(&table_count, 0);
     pool_head = SLAB_ID_NONE;
     atomic_store(&pool_count, 0);
+    kept_head = SLAB_ID_NONE;
+    atomic_store(&kept_count, 0);
+    atomic_store(&kept_total, 0);
     slab_classes_asked_set(NULL);
     return SLAB_OK;
 }
@@ -620,6 +626,13 @@ table_append(bool first)
     uint32_t sid = SLAB_ID_NONE;
 
     pthread_mutex_lock(&table_lock);
+    if (kept_head != SLAB_ID_NONE) {
+        sid = kept_head;        /* charged already: no limit to check */
+        kept_head = table_entry(sid)->pool_next;
+        atomic_fetch_sub(&kept_count, 1);
+        pthread_mutex_unlock(&table_lock);
+        return sid;
+    }
     uint32_t n = atomic_load(&table_count);
     size_t used = atomic_load(&mem_malloced);
     /* A slab costs its whole pages (stride), whatever -I says. */
@@ -1002,10 +1015,73 @@ slab_release(uint32_t sid)
     pthread_mutex_unlock(&table_lock);
 }
 
+void
+slab_pool_keep(uint32_t sid)
+{
+    struct slab *s = table_entry(sid);
+
+    assert(atomic_load(&s->cls) == 0 && atomic_load(&s->used) == 0);
+    pthread_mutex_lock(&table_lock);
+    s->pool_next = kept_head;
+    kept_head = sid;
+    atomic_fetch_add(&kept_count, 1);
+    atomic_fetch_add(&kept_total, 1);
+    pthread_mutex_unlock(&table_lock);
+}
+
+uint64_t
+slab_pool_kept_total(void)
+{
+    return atomic_load_explicit(&kept_total, memory_order_relaxed);
+}
+
+/* A kept slab out of the pool, or SLAB_ID_NONE. */
+static uint32_t
+kept_pop(void)
+{
+    pthread_mutex_lock(&table_lock);
+    uint32_t sid = kept_head;
+    if (sid != SLAB_ID_NONE) {
+        kept_head = table_entry(sid)->pool_next;
+        atomic_fetch_sub(&kept_count, 1);
+    }
+    pthread_mutex_unlock(&table_lock);
+    return sid;
+}
+
+bool
+slab_pool_take(uint8_t cls)
+{
+    uint32_t sid = kept_pop();
+
+    if (sid != SLAB_ID_NONE) {
+        slab_attach(cls, sid);  /* unassigned: nobody else can reach it */
+    }
+    return sid != SLAB_ID_NONE;
+}
+
+bool
+slab_pool_unkeep(void)
+{
+    uint32_t sid = kept_pop();
+
+    if (sid != SLAB_ID_NONE) {
+        slab_release(sid);
+    }
+    return sid != SLAB_ID_NONE;
+}
+
 uint32_t
 slab_pool_count(void)
 {
-    return atomic_load_explicit(&pool_count, memory_order_relaxed);
+    return atomic_load_explicit(&pool_count, memory_order_relaxed) +
+           atomic_load_explicit(&kept_count, memory_order_relaxed);
+}
+
+uint32_t
+slab_pool_kept(void)
+{
+    return atomic_load_explicit(&kept_count, memory_order_relaxed);
 }
 
 uint64_t
@@ -1015,10 +1091,16 @@ slab_class_free(uint8_t cls)
 }
 
 bool
-slab_at_limit(void)
+slab_all_carved(void)
 {
     return atomic_load_explicit(&mem_malloced, memory_order_relaxed) + stride > slab_room() ||
            slab_table_count() >= slab_cap;
+}
+
+bool
+slab_at_limit(void)
+{
+    return slab_all_carved() && atomic_load_explicit(&kept_count, memory_order_relaxed) == 0;
 }
 
 uint32_t
@@ -1118,6 +1200,7 @@ slab_table_info(uint32_t sid, struct slab_info *out)
     out->cls = atomic_load(&s->cls);
     out->created_ms = atomic_load(&s->created_ms);
     out->accessed_ms = atomic_load(&s->accessed_ms);
+    out->used = atomic_load_explicit(&s->used, memory_order_relaxed);
     return true;
 }
 
@@ -1225,6 +1308,12 @@ size_t
 slab_malloced(void)
 {
     return atomic_load(&mem_malloced);
+}
+
+size_t
+slab_charged(void)
+{
+    return atomic_load(&mem_malloced) + slab_held();
 }
 
 void

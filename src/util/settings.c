@@ -359,6 +359,17 @@ set_no_maintainer(void)
     settings.lru_legacy = true;
 }
 
+/* memcached's default (maintainer thread, segmented LRU), and what undoes
+ * no_lru_maintainer in either: here the default CLOCK with probation,
+ * slabcache's counterpart of the segments (a new item is on probation
+ * until read, a read item is kept over unread ones). */
+static void
+set_maintainer(void)
+{
+    settings.no_lru_maintainer = false;
+    settings.lru_legacy = false;
+}
+
 #define SWITCH(n, fn)       { n, COMPAT_SWITCH, fn, NULL }
 #define NOOP(n)             { n, COMPAT_NOOP, NULL, NULL }
 #define REFUSED(n, why)     { n, COMPAT_REFUSED, NULL, why }
@@ -372,12 +383,12 @@ static const struct compat_opt compat_opts[] = {
     SWITCH("no_slab_automove", set_no_automove),
     SWITCH("no_modern", set_no_modern),
     SWITCH("no_lru_maintainer", set_no_maintainer),
+    SWITCH("lru_maintainer", set_maintainer),
     /* What slabcache always does: */
     SWITCH("maxconns_fast", set_nothing),
     NOOP("modern"),
     NOOP("inline_ascii_resp"),
     NOOP("no_inline_ascii_resp"),
-    REFUSED("lru_maintainer", NO_SEGMENTS),
     REFUSED("hot_lru_pct", NO_SEGMENTS),
     REFUSED("warm_lru_pct", NO_SEGMENTS),
     REFUSED("hot_max_factor", NO_SEGMENTS),

@@ -80,6 +80,16 @@ def slabs_reassign_answers_and_moves():
         check(int(items["items:%d:number" % src]) < 1500, "its items dropped")
         eq(c.cmd("slabs reassign %d 9" % dst),
            "NOSPARE source class has no spare pages")
+        # class 0 is the global page pool, within -m as memcached's
+        malloced = int(slabs["total_malloced"])
+        eq(c.cmd("slabs reassign %d 0" % src), "OK")
+        slabs = c.stats("slabs")
+        eq(int(slabs["%d:total_pages" % src]), before - 2, "src lost another")
+        eq(c.stats()["slab_global_page_pool"], "1", "into the pool")
+        eq(int(slabs["total_malloced"]), malloced, "the pool is within -m")
+        eq(c.cmd("slabs reassign 0 %d" % dst), "OK")
+        eq(int(c.stats("slabs")["%d:total_pages" % dst]), 2, "out of the pool")
+        eq(c.stats()["slab_global_page_pool"], "0")
 
 
 @test
@@ -394,7 +404,7 @@ def start_exit(*args):
 @test
 def extended_options_work_or_are_refused():
     slabcache_only()
-    for opt in ("lru_maintainer", "hot_lru_pct=20", "slab_chunk_max=3000",
+    for opt in ("hot_lru_pct=20", "slab_chunk_max=3000",
                 "ext_path=nosize", "ext_max_frag=2", "ext_io_depth=4097",
                 "ext_page_size=3,ext_wbuf_size=2,ext_path=/nonexistent/f:64m",
                 "ssl_kernel_tls", "ssl_min_version=4",
@@ -405,8 +415,8 @@ def extended_options_work_or_are_refused():
         check(err.strip() and "\n" not in err.strip(), "one-line error: %r" % err)
     code, err = start_exit("-o", "slab_automove=0", "--eviction=lra")
     eq(code, 64, "automove and --eviction together")
-    for opt in ("modern", "maxconns_fast", "no_lru_maintainer",
-                "hash_algorithm=murmur3", "slab_automove=2", "lru_crawler_sleep=50",
+    for opt in ("modern", "maxconns_fast", "no_lru_maintainer", "lru_maintainer",
+                "no_lru_maintainer,lru_maintainer", "hash_algorithm=murmur3", "slab_automove=2", "lru_crawler_sleep=50",
                 "lru_crawler_tocrawl=100", "watcher_logbuf_size=64",
                 "slab_chunk_max=16384"):
         with Server("-o", opt) as s, s.client() as c:
@@ -419,6 +429,11 @@ def extended_options_work_or_are_refused():
                 eq(st["lru_crawler_tocrawl"], "100")
             if opt == "watcher_logbuf_size=64":
                 eq(st["watcher_logbuf_size"], "65536")
+            # lru_maintainer is memcached's default, and undoes
+            # no_lru_maintainer there: its fields are back in `stats`
+            if "maintainer" in opt:
+                eq("lru_maintainer_juggles" in c.stats(), opt.endswith(",lru_maintainer")
+                   or opt == "lru_maintainer", "maintainer fields with -o %s" % opt)
 
 
 @test

@@ -107,10 +107,9 @@ watcher_connid.t
 # MC_SUITE_ALL=1 runs them too.
 # They assert memcached internals that slabcache's storage does not share:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
-#   slabs-reassign-chunked.t -o lru_maintainer, and the page mover's counters
-#                            (slab_global_page_pool, slab_reassign_chunk_rescues)
-#   slabs-reassign2.t        -o lru_maintainer; total_malloced of all -m (slabcache's
-#                            bookkeeping takes a slab of it)
+#   slabs-reassign-chunked.t chunk rescues (a slab being emptied drops chained values
+#                            here), and one read keeps an item here where memcached
+#                            asks two (reading every old key, then 5100 new sets)
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header;
 #                            slabcache's is 32)
 #   slabs_reassign.t         auto gives class 31's unread slabs to class 25 as its
@@ -120,8 +119,7 @@ watcher_connid.t
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
 NOT_YET="64bit.t conn-limits.t issue_42.t
-lru-maintainer.t slabs-reassign-chunked.t slabs-reassign2.t
-slabs_reassign.t"
+lru-maintainer.t slabs-reassign-chunked.t slabs_reassign.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
 # as 1.6.45 (its suite runs them, test_mc_suite_newest.sh):
 #   shutdown.t               "SERVER_ERROR: shutdown not enabled" (1.6.18: "ERROR: ...")
@@ -133,7 +131,11 @@ slabs_reassign.t"
 #   metaget.t                "mg" alone: CLIENT_ERROR bad command line format (1.6.18: ERROR)
 #   stats.t                  slab_chunk_max=1024 is kilobytes (as item_size_max.t), and
 #                            `stats` carries 1.6.45's fields (1.6.45's stats.t counts them)
-SUPERSEDED="cas.t issue_3.t item_size_max.t lru-crawler.t metaget.t shutdown.t stats.t"
+#   slabs-reassign2.t        1.6.45 gives a class's free pages to the global pool only
+#                            once all memory is carved (1.6.18 before too), and has no
+#                            slab_reassign_evictions_nomem
+SUPERSEDED="cas.t issue_3.t item_size_max.t lru-crawler.t metaget.t shutdown.t slabs-reassign2.t
+stats.t"
 # EXCLUDED, the issue's exceptions, with reasons:
 #   binary-extstore.t        extstore
 #   chunked-extstore.t       extstore
@@ -158,14 +160,15 @@ evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_163.t issue_183.t issue_192.t
 issue_22.t issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 lru.t malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
-restart.t shutdown.t slabs-cas.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
+restart.t shutdown.t slabs-cas.t slabs-reassign2.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
 ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   64bit.t                  total_malloced faked by a debug hook of memcached's
 #   conn-limits.t            -o read_buf_mem_limit
-#   slabs-reassign2.t, slabs-reassign-chunked.t
-#                            -o lru_maintainer, total_malloced of all -m
+#   slabs-reassign-chunked.t chunk rescues (a slab being emptied drops chained values
+#                            here), and one read keeps an item here where memcached
+#                            asks two (reading every old key, then 5100 new sets)
 #   slabs-mover.t            memcached's page mover: debugitem lock/ref, its busy
 #                            counters (the automove window subtests pass)
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header)
@@ -173,8 +176,7 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #                            sets come: 25 evicts nothing, 31 has none to spare
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
 NOT_YET="64bit.t conn-limits.t issue_42.t lru-maintainer.t
-slabs-mover.t slabs-reassign-chunked.t
-slabs-reassign2.t slabs_reassign.t"
+slabs-mover.t slabs-reassign-chunked.t slabs_reassign.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files
 # check memcached's own tree.

@@ -1496,6 +1496,57 @@ START_TEST(test_auto_keeps_memory_the_sample_has_not_seen)
 }
 END_TEST
 
+/*
+ * Memory a class stopped using goes to the global pool (evict_pool.c): A
+ * fills every slab, then 3 of every 4 of its items are deleted (6 slabs of
+ * free chunks). Nothing moves with a stack that moves no slab, nor while A
+ * needed memory within the window (an out-of-memory answer counts); a
+ * window after that, its emptiest slabs go to the pool until at most 2.5
+ * slabs of free chunks are left (4 slabs of 8), within -m, every item left
+ * still there (moved into free chunks). B's first slab then comes from the
+ * pool and evicts nothing.
+ */
+START_TEST(test_idle_free_memory_goes_to_the_pool)
+{
+    uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
+    uint32_t w = sizing_window(), n = fill_small("a");
+    char key[32];
+
+    ck_assert_uint_eq(slabs_of(a), NSLABS);
+    for (uint32_t i = 0; i < n; i++) {
+        if (i % 4 != 0) {
+            snprintf(key, sizeof(key), "a%u", i);
+            item_unlink_key(key, strlen(key));
+        }
+    }
+    uint32_t left = (n + 3) / 4;
+    ck_assert_uint_eq(count_present("a", n), left);
+    evict_tick(100);                        /* "none" moves no slab */
+    evict_tick(100 + w);
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    ck_assert_int_eq(evict_configure("lra", 3), 0);
+    evict_tick(200);                        /* first look: A's slabs are new */
+    item_note_outofmemory(a);
+    evict_tick(200 + w - 1);                /* A needed memory: a window again */
+    evict_tick(200 + w);
+    evict_tick(200 + 2 * w - 2);
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    ck_assert_uint_eq(slabs_of(a), NSLABS);
+    evict_tick(200 + 2 * w - 1);
+    ck_assert_uint_eq(slabs_of(a), 4);
+    ck_assert_uint_eq(slab_pool_count(), 4);
+    ck_assert_uint_eq(slab_pool_kept(), 4);
+    ck_assert_uint_eq(slab_malloced(), NSLABS * SLAB_SZ);
+    ck_assert_uint_le(2 * slab_class_free(a), 5 * slab_class_perslab(a));
+    ck_assert_uint_eq(count_present("a", n), left);
+    ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert_uint_eq(slab_pool_count(), 3);
+    ck_assert_uint_eq(slab_malloced(), NSLABS * SLAB_SZ);
+    ck_assert_uint_eq(count_present("a", n), left);
+}
+END_TEST
+
 START_TEST(test_configure_validates)
 {
     char names[EVICT_NAMES_MAX];
@@ -1742,6 +1793,7 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_long_window_keeps_a_coarse_class_s_slab);
     tcase_add_test(tc, test_auto_blank_donor_gives_to_a_clear_taker);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
+    tcase_add_test(tc, test_idle_free_memory_goes_to_the_pool);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);

@@ -605,6 +605,68 @@ START_TEST(test_released_slab_reused_before_table_grows)
 }
 END_TEST
 
+/*
+ * A slab kept in the pool (memcached's global page pool, where memory a
+ * class stopped using waits for another) stays within -m: carved, counted
+ * in slab_malloced() and total_malloced (slab_charged), so a full cache
+ * still reads as full; yet a class can take it, first and with no limit to
+ * check, and slab_at_limit() says so. Released (slab_pool_unkeep), it
+ * leaves the count as any released slab does.
+ */
+START_TEST(test_kept_slab_stays_within_the_limit)
+{
+    uint8_t last = slab_class_count();
+    uint32_t nslabs = (uint32_t)(MAXBYTES / SLAB_SZ);
+    struct item *first[2];
+    uint32_t sid;
+
+    for (uint32_t i = 0; i < nslabs; i++) {
+        struct item *it = slab_alloc(last, &sid);
+        ck_assert_ptr_nonnull(it);
+        if (i < 2) {
+            first[i] = it;
+        }
+        for (uint32_t k = 1; k < cstats(last).chunks_per_page; k++) {
+            ck_assert_ptr_nonnull(slab_alloc(last, &sid));
+        }
+    }
+    ck_assert(slab_at_limit());
+    for (uint32_t i = 0; i < 2; i++) {
+        for (uint32_t k = 0; k < cstats(last).chunks_per_page; k++) {
+            struct item *it = slab_chunk(i, k);
+            slab_free(last, i, it);
+        }
+        ck_assert_ptr_eq(first[i], slab_chunk(i, 0));
+        ck_assert_uint_eq(slab_drain_begin(i, 0), last);
+        slab_drain_finish(last, i);
+    }
+    slab_pool_keep(0);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES);
+    ck_assert_uint_eq(slab_charged(), MAXBYTES);
+    ck_assert_uint_eq(slab_pool_count(), 1);
+    ck_assert_uint_eq(slab_pool_kept(), 1);
+    ck_assert(slab_all_carved());
+    ck_assert(!slab_at_limit());
+    /* Any class's next slab is the kept one: nothing more carved. */
+    ck_assert_ptr_nonnull(slab_alloc(1, &sid));
+    ck_assert_uint_eq(sid, 0);
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES);
+    ck_assert_uint_eq(slab_table_count(), nslabs);
+    ck_assert_uint_eq(slab_pool_count(), 0);
+    ck_assert(slab_at_limit());
+    /* Released, it leaves the count. */
+    slab_pool_keep(1);
+    ck_assert(slab_pool_unkeep());
+    ck_assert(!slab_pool_unkeep());
+    ck_assert_uint_eq(slab_malloced(), MAXBYTES - SLAB_SZ);
+    ck_assert_uint_eq(slab_pool_count(), 1);
+    ck_assert_uint_eq(slab_pool_kept(), 0);
+    /* What counts against -m includes the bookkeeping's whole slabs. */
+    slab_set_reserve(SLAB_SZ);
+    ck_assert_uint_eq(slab_charged(), MAXBYTES);
+}
+END_TEST
+
 /* The group (0, 1, ...) whose sizes an item of size bytes fits, groups
  * ending at 48 + CHUNK_MIN (memcached's first chunk for -n CHUNK_MIN),
  * then each at spacing times the one before, aligned to 8: slab.c's
@@ -1205,6 +1267,7 @@ slab_suite(void)
     tcase_add_test(tc, test_slab_past_limit_on_small_pages);
     tcase_add_test(tc, test_slab_ending_a_huge_page_early_on_small_pages);
     tcase_add_test(tc, test_released_slab_reused_before_table_grows);
+    tcase_add_test(tc, test_kept_slab_stays_within_the_limit);
     tcase_add_test(tc, test_drain_leaves_the_slabs_asked);
     suite_add_tcase(s, tc);
     return s;

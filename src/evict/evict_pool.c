@@ -1,0 +1,120 @@
+/*
+ * evict_pool.c -- memory a class has stopped using goes to the global
+ * page pool, where whichever class needs a slab next takes it.
+ *
+ * Free chunks earn nothing where they are. A class that has neither
+ * evicted, run out of memory nor gained a slab for the automover's window
+ * (`slab_automove_window` seconds), while all of the room is carved, and
+ * that holds more than 2.5 slabs of free chunks (after deletes, expiries
+ * or a flush_all), gives its emptiest slab to the pool: the slab's live
+ * items move into the class's other free chunks (slab rescue), and the
+ * slab stays carved within -m (slab_pool_keep), so a class that then
+ * needs memory takes it before any policy evicts. This is memcached's
+ * automover's "too much free" rule (2.5 pages, a window without
+ * evictions), whose page pool behaves the same way.
+ *
+ * The window is the hysteresis: a class that is still filling or
+ * evicting keeps its free chunks (it is about to use them), and 2.5 slabs
+ * leave it room for what it stores next. Runs on the server's clock, once
+ * a second, with the stack's slab moves (evict_tick).
+ */
+#include "evict.h"
+#include "evict_int.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "item.h"
+#include "sizing.h"
+#include "slab.h"
+
+#define POOL_PER_TICK    8      /* slabs a class gives at most per tick */
+
+/* What a class's need for memory is read from, at the last tick. */
+struct pool_watch {
+    uint64_t need;              /* evictions and out-of-memory answers */
+    uint64_t pages;             /* slabs held */
+    uint32_t needed_at;         /* the last tick either grew */
+};
+
+static struct pool_watch watch[SLAB_CLASS_MAX + 1];
+
+void
+evict_pool_reset(void)
+{
+    memset(watch, 0, sizeof(watch));
+}
+
+/* Note whether cls needed memory since the last tick; true if it has not
+ * for the whole window. */
+static bool
+class_idle(uint8_t cls, uint32_t now, const struct slab_class_stats *ss)
+{
+    struct pool_watch *w = &watch[cls];
+    struct item_class_stats is;
+
+    item_class_stats(cls, &is);
+    uint64_t need = is.evicted + is.outofmemory;
+    /* A change either way (stats reset clears the counters) is news. */
+    if (need != w->need || ss->total_pages > w->pages) {
+        w->needed_at = now;
+    }
+    w->need = need;
+    w->pages = ss->total_pages;
+    return now - w->needed_at >= sizing_window();
+}
+
+/* cls's slab with the fewest chunks handed out, or SLAB_ID_NONE; in the
+ * chained values' class only an empty one (a rescue drops chained values). */
+static uint32_t
+emptiest_slab(uint8_t cls)
+{
+    uint32_t best = SLAB_ID_NONE, best_used = UINT32_MAX;
+    uint32_t n = slab_table_count();
+    bool bodies = cls == item_chain_class();
+
+    for (uint32_t sid = 0; sid < n; sid++) {
+        struct slab_info info;
+        if (!slab_table_info(sid, &info) || info.cls != cls || info.used >= best_used ||
+            slab_draining(sid) || (bodies && info.used != 0)) {
+            continue;
+        }
+        best = sid;
+        best_used = info.used;
+    }
+    return best;
+}
+
+/* More than 2.5 slabs of free chunks. */
+static bool
+too_much_free(uint8_t cls)
+{
+    return 2 * slab_class_free(cls) > 5 * (uint64_t)slab_class_perslab(cls);
+}
+
+void
+evict_pool_idle(uint32_t now)
+{
+    bool carved = slab_all_carved();
+    uint8_t stubs = item_stub_class();
+
+    for (unsigned c = 1; c <= slab_class_count(); c++) {
+        uint8_t cls = (uint8_t)c;
+        struct slab_class_stats ss;
+
+        slab_class_stats(cls, &ss);
+        if (!class_idle(cls, now, &ss) || !carved || cls == stubs) {
+            continue;
+        }
+        for (int k = 0; k < POOL_PER_TICK && too_much_free(cls); k++) {
+            uint32_t sid = emptiest_slab(cls);
+            if (sid == SLAB_ID_NONE || item_slab_pool(sid) != ITEM_SLAB_OK) {
+                break;
+            }
+            evict_auto_note_move();
+        }
+        slab_class_stats(cls, &ss);
+        watch[cls].pages = ss.total_pages;      /* giving is not growing */
+    }
+}
