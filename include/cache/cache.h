@@ -49,15 +49,6 @@ item_status_t cache_arith_meta(const char *key, size_t nkey, bool incr,
                                struct item_arith_meta *m);
 
 /* item_meta_get() whose vivify (N) may evict to create the item. */
-/*
- * flush_all [delay] (item_flush). An immediate flush also starts the LRU
- * crawler over every class when it is enabled, so the flushed items'
- * chunks come free without a request meeting each one, and memory a
- * class no longer uses can go to the global pool (evict_pool_idle), as
- * memcached's crawler and page mover do after a flush. A crawl already
- * running is left to finish.
- */
-void          cache_flush(int64_t delay);
 struct item  *cache_meta_get(const char *key, size_t nkey, struct item_meta_get *m,
                              item_miss_t *miss);
 

@@ -118,11 +118,16 @@ evict_rstatus_t evict_slab_for(uint8_t cls);
  * cls now -- of the classes whose last slab cls's next slab out-earns
  * beyond the measurement's noise (or whose last slab earns nothing
  * measurable), the one whose last slab earns least -- or 0. any: the
- * cheapest, whatever cls would earn.
+ * cheapest, whatever cls would earn. (Which of its slabs may go is
+ * evict_auto_pays's further test.)
  */
 uint8_t         evict_auto_donor(uint8_t cls, bool any);
-/* Whether a slab of class donor should go to cls now (the rule above). */
-bool            evict_auto_pays(uint8_t cls, uint8_t donor);
+/* Whether a slab of class donor, last used at accessed_ms
+ * (clock_now_ms()), should go to cls now (the rule above; a donor whose
+ * last slab earns nothing measurable gives to a taker not surely worth
+ * more only a slab last used before the taker's latest slab's worth of
+ * its own evictions began, item_class_overflow_ms). */
+bool            evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms);
 /* Give cls the slab the measurement values least (the cheapest class's
  * least recently accessed that may move); *freed: its chunks. */
 bool            evict_auto_first(uint8_t cls, uint32_t *freed);

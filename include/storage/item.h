@@ -287,6 +287,14 @@ uint8_t       item_class_of(size_t nkey, uint32_t vlen);
  * class of its group holds a slab (slab_class_homed).
  */
 bool          item_class_homed(uint8_t cls);
+/*
+ * When the latest whole slab's worth of cls's own evictions (live items its
+ * CLOCK or probation FIFO dropped for room) began, in clock_now_ms() time;
+ * 0 before the class has evicted a slab's worth. At least a slab's worth
+ * of its items went after that moment: the evidence, where no read
+ * measures anything, that the class needs more memory than it holds.
+ */
+uint64_t      item_class_overflow_ms(uint8_t cls);
 /* Count an allocation that failed even after eviction (outofmemory). */
 void          item_note_outofmemory(uint8_t cls);
 void          item_release(struct item *it);

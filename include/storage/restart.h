@@ -33,7 +33,7 @@
 #include "item.h"
 #include "slab.h"
 
-#define RESTART_FORMAT 3    /* bumped by any change to what is saved or to the item layout */
+#define RESTART_FORMAT 4    /* bumped by any change to what is saved or to the item layout */
 
 /* What lays the slabs out: equal, or the file's contents mean nothing. */
 struct restart_geometry {
@@ -54,7 +54,7 @@ struct restart_meta {
     uint32_t          hashpower;
     uint32_t          nslabs;
     uint8_t          *cls;          /* nslabs entries; owned: restart_meta_free */
-    uint64_t          classes_asked[SLAB_ASKED_WORDS]; /* slab_room's */
+    uint64_t          classes_asked[SLAB_ROOM_WORDS]; /* slab_room's */
     bool              has_flash;    /* the flash tier's slot table follows */
     struct flash_state flash;       /* slots owned: restart_meta_free */
 };

@@ -290,17 +290,19 @@ size_t   slab_limit(void);
 void     slab_set_reserve(size_t bytes);
 void     slab_book(int64_t delta);
 size_t   slab_held(void);
-/* What slabs may take: the limit, or with first slabs past it what
- * memcached's first pages would take for the classes slab_clsid_alloc()
- * has been asked for (1 MB each, or a slab if smaller; 63 at most) if
- * that is more, less slab_held(). The classes asked for are forgotten by
- * slab_set_limit() (they ask again as they allocate) and kept across a
- * warm restart. */
+/* What slabs may take: the limit plus a slab for each class given its
+ * first slab while the room was full (as memcached's first pages add to
+ * its memory), or with first slabs past it what memcached's first pages
+ * would take for the classes slab_clsid_alloc() has been asked for (1 MB
+ * each, or a slab if smaller) if that is more; 63 classes at most; less
+ * slab_held(). Both sets of classes are forgotten by slab_set_limit()
+ * (they ask again as they allocate) and kept across a warm restart. */
 size_t   slab_room(void);
 #define SLAB_ASKED_WORDS ((SLAB_CLASS_MAX + 64) / 64)
-void     slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS]);
+#define SLAB_ROOM_WORDS  (2 * SLAB_ASKED_WORDS)    /* asked, then past */
+void     slab_classes_asked_get(uint64_t out[SLAB_ROOM_WORDS]);
 /* NULL: none. */
-void     slab_classes_asked_set(const uint64_t in[SLAB_ASKED_WORDS]);
+void     slab_classes_asked_set(const uint64_t in[SLAB_ROOM_WORDS]);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 /* What counts against -m: the slabs (pooled ones kept within -m too) and
  * the bookkeeping's whole slabs (slab_held): `total_malloced`, which

@@ -13,9 +13,6 @@
  */
 #include "cache.h"
 
-#include <string.h>
-
-#include "crawler.h"
 #include "evict.h"
 #include "flash.h"
 #include "item.h"
@@ -275,16 +272,4 @@ cache_meta_get(const char *key, size_t nkey, struct item_meta_get *m, item_miss_
     }
     cache_note_low(rb.cls);
     return it;
-}
-
-void
-cache_flush(int64_t delay)
-{
-    item_flush(delay);
-    if (delay <= 0 && crawler_enabled()) {
-        uint64_t all[4];
-
-        memset(all, 0xff, sizeof(all));
-        (void)crawler_start(all);
-    }
 }

@@ -543,7 +543,7 @@ cmd_flush_all(struct dispatch_ctx *d, const struct proto_req *req)
     if (flush_refused(d, req)) {
         return DISPATCH_DONE;
     }
-    cache_flush(req->has_arg ? req->arg : 0);
+    item_flush(req->has_arg ? req->arg : 0);
     dispatch_reply_nr(d, req->noreply, PROTO_RSP_OK);
     return DISPATCH_DONE;
 }

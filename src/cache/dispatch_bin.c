@@ -622,7 +622,7 @@ dispatch_bin(struct dispatch_ctx *d, const struct proto_req *req)
             return DISPATCH_DONE;
         }
         STATS_INCR(d->stats, cmd_flush);
-        cache_flush(req->has_arg ? req->arg : 0);
+        item_flush(req->has_arg ? req->arg : 0);
         if (!req->noreply) {
             bin_answer(d, req, PROTO_BIN_OK, 0, NULL, 0, NULL, 0, NULL, 0);
         }

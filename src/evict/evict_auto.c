@@ -13,9 +13,13 @@
  * gets), and a 10 KB class and a 100 B class compare per byte (every slab
  * is the same size). A class whose last slab's estimate rests on less
  * than one sampled get, in the short window and the long one, earns
- * nothing: like an empty slab its slab goes to whoever needs memory,
- * which is how a workload that moves to new keys of a new size (only
- * sets, at first) takes over the memory of the old one.
+ * nothing: its slab goes to a class that needs memory -- one whose next
+ * slab surely earns, or, measuring nothing either, one that has evicted
+ * a slab's worth of its own items since that slab was last used. That is
+ * how a workload that moves to new keys of a new size (only sets, at
+ * first) takes over the memory of the old one, while a few sets past a
+ * new class's first slab (which comes past -m, as memcached's first page)
+ * move nothing.
  *
  * The pace is the measurement's: nothing moves until a difference stands
  * out of the noise, and then a slab moves at each eviction while it does,
@@ -223,19 +227,54 @@ evict_auto_donor(uint8_t cls, bool any)
     return donor_next(cls, any, NULL, 0);
 }
 
+static uint64_t newest_slab_given(uint8_t cls, uint8_t donor, bool any);
+
 bool
-evict_auto_pays(uint8_t cls, uint8_t donor)
+evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms)
 {
     view_take();
     bool pays = view.slabs[donor] > 0 && move_pays(cls, donor);
     pthread_mutex_unlock(&view_lock);
-    return pays;
+    return pays && accessed_ms < newest_slab_given(cls, donor, false);
 }
 
-/* The donor's least recently accessed slab that may move, into cls (0:
- * back to the system). */
+/*
+ * The time (clock_now_ms()) a slab of donor must have been last used
+ * before to go to cls (UINT64_MAX: any slab; 0: none). A donor blank in both
+ * windows earns nothing, but a taker whose next slab is not surely worth
+ * more (it is blank too: only sets, or new) has shown no need either,
+ * and there memcached moves nothing. Its need is its own evictions: it
+ * takes a blank donor's slab only once a slab's worth of its items has
+ * gone since that slab was last used (item_class_overflow_ms), so a load
+ * that moves to new keys of a new size takes the old one's memory after
+ * a slab of turnover, and a few sets past a class's first slab do not.
+ * Serving beats refusing: a class with slabs asking for any slab at all
+ * (nothing of its own to evict), or a new class under a strict -m, takes
+ * one.
+ */
+static uint64_t
+newest_slab_given(uint8_t cls, uint8_t donor, bool any)
+{
+    bool blank, sure = false, sure_long = false;
+
+    view_take();
+    blank = edge_unmeasured(&view.edge[donor]) && edge_unmeasured(&view.edge_long[donor]);
+    if (blank) {
+        (void)edge_gain(&view.edge[cls], &view.edge[donor], &sure);
+        (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
+    }
+    uint32_t held = view.slabs[cls];
+    pthread_mutex_unlock(&view_lock);
+    if (!blank || sure || sure_long || (any && (held > 0 || !slab_first_past_limit()))) {
+        return UINT64_MAX;
+    }
+    return item_class_overflow_ms(cls);
+}
+
+/* The donor's least recently accessed slab that may move, last used
+ * before newest, into cls (0: back to the system). */
 static bool
-move_from(uint8_t donor, uint8_t cls)
+move_from(uint8_t donor, uint8_t cls, uint64_t newest)
 {
     uint32_t tried[EVICT_PICKS];
     uint32_t n = slab_table_count();
@@ -250,7 +289,8 @@ move_from(uint8_t donor, uint8_t cls)
                 seen = seen || tried[i] == sid;
             }
             if (seen || !slab_table_info(sid, &info) || info.cls != donor ||
-                info.accessed_ms >= best_ms || evict_slab_kept(sid, cls)) {
+                info.accessed_ms >= best_ms || info.accessed_ms >= newest ||
+                evict_slab_kept(sid, cls)) {
                 continue;
             }
             best = sid;
@@ -285,7 +325,7 @@ move_to(uint8_t cls, bool any)
         if (donor == 0) {
             return false;
         }
-        if (move_from(donor, cls)) {
+        if (move_from(donor, cls, newest_slab_given(cls, donor, any))) {
             return true;
         }
         tried[k] = donor;
@@ -304,7 +344,7 @@ evict_auto_trim(void)
         if (donor == 0) {
             return;
         }
-        if (!move_from(donor, 0)) {
+        if (!move_from(donor, 0, UINT64_MAX)) {
             tried[ntried++] = donor;
         }
     }

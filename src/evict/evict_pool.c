@@ -17,6 +17,12 @@
  * evicting keeps its free chunks (it is about to use them), and 2.5 slabs
  * leave it room for what it stores next. Runs on the server's clock, once
  * a second, with the stack's slab moves (evict_tick).
+ *
+ * Flushed items free nothing until something meets them: a window after a
+ * flush_all takes effect, the LRU crawler (when it is on) walks every
+ * class once, as memcached's crawler does on its own schedule, so their
+ * memory comes free and can go to the pool. Not at once: a get soon after
+ * the flush still finds its item flushed (get_flushed), as in memcached.
  */
 #include "evict.h"
 #include "evict_int.h"
@@ -25,6 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "crawler.h"
 #include "item.h"
 #include "sizing.h"
 #include "slab.h"
@@ -39,11 +46,37 @@ struct pool_watch {
 };
 
 static struct pool_watch watch[SLAB_CLASS_MAX + 1];
+static rel_time_t flush_seen;   /* the flush point last looked at */
+static uint32_t   flush_noted;  /* the tick it changed; 0: no crawl owed */
 
 void
 evict_pool_reset(void)
 {
     memset(watch, 0, sizeof(watch));
+    flush_seen = 0;
+    flush_noted = 0;
+}
+
+/* A window after a flush_all took effect, crawl every class once. */
+static void
+crawl_after_flush(uint32_t now)
+{
+    struct item_state st;
+
+    item_state_save(&st);
+    if (st.oldest_live != flush_seen) {
+        flush_seen = st.oldest_live;
+        flush_noted = now > 0 ? now : 1;
+    }
+    if (flush_noted == 0 || now - flush_noted < sizing_window() || st.oldest_live > now) {
+        return;
+    }
+    uint64_t all[4];
+
+    memset(all, 0xff, sizeof(all));
+    if (!crawler_enabled() || crawler_start(all) == CRAWLER_OK) {
+        flush_noted = 0;        /* else a crawl is running: next tick */
+    }
 }
 
 /* Note whether cls needed memory since the last tick; true if it has not
@@ -99,6 +132,7 @@ evict_pool_idle(uint32_t now)
     bool carved = slab_all_carved();
     uint8_t stubs = item_stub_class();
 
+    crawl_after_flush(now);
     for (unsigned c = 1; c <= slab_class_count(); c++) {
         uint8_t cls = (uint8_t)c;
         struct slab_class_stats ss;

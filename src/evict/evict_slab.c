@@ -97,8 +97,9 @@ evict_take_empty_slab(uint8_t cls, uint32_t *freed)
  * The gate of a slab-level policy followed by an item-level one: the
  * victim moves to cls when the measured allocator says it pays
  * (evict_auto.c: cls's next slab earns more than the victim class's last
- * one, beyond the noise, or the victim's earns nothing measurable). Never
- * cls's own slab: the item-level policy frees its coldest items finer.
+ * one, beyond the noise, or the victim's earns nothing measurable and
+ * cls has shown its need). Never cls's own slab: the item-level policy
+ * frees its coldest items finer.
  */
 bool
 evict_slab_wanted(uint8_t cls, uint32_t sid)
@@ -108,7 +109,7 @@ evict_slab_wanted(uint8_t cls, uint32_t sid)
     if (!slab_table_info(sid, &victim) || victim.cls == cls || victim.cls == 0) {
         return false;
     }
-    return evict_auto_pays(cls, victim.cls);
+    return evict_auto_pays(cls, victim.cls, victim.accessed_ms);
 }
 
 /*

@@ -134,6 +134,34 @@ clock_examine(struct item *it, rel_time_t now, uint32_t *hv)
     return CLOCK_LIVE;
 }
 
+/*
+ * Class lock held: cls evicted a live item of its own to make room. Each
+ * run of a slab's worth of such evictions records when it began, so
+ * item_class_overflow_ms() can say "a slab's worth went since then".
+ */
+static void
+clock_overflow_note(uint8_t cls)
+{
+    struct item_class_state *l = &item_classes[cls];
+    uint32_t per = slab_class_perslab(cls);
+
+    if (per == 0) {
+        return;
+    }
+    if (l->own_evicted % per == 0) {
+        l->run_start_ms = clock_now_ms();
+    }
+    if (++l->own_evicted % per == 0) {
+        atomic_store_explicit(&l->overflow_ms, l->run_start_ms, memory_order_relaxed);
+    }
+}
+
+uint64_t
+item_class_overflow_ms(uint8_t cls)
+{
+    return atomic_load_explicit(&item_classes[cls].overflow_ms, memory_order_relaxed);
+}
+
 /* Both locks held: unlink, count, give the chunk back to the class. */
 static void
 clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
@@ -141,6 +169,9 @@ clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
     item_class_drop_locked(&item_classes[cls], it, hv, dead, now);
     assoc_unlock(hv);
     item_free_locked(cls, it);
+    if (!dead) {
+        clock_overflow_note(cls);
+    }
 }
 
 /*
@@ -174,6 +205,9 @@ clock_body(struct item *b, rel_time_t now, int *rescues, bool dead_only)
         assoc_unlock(hv);
         freed = item_chain_free_locked(hcls, head);
         freed += freed == 0;    /* its head went, at least */
+        if (!dead) {
+            clock_overflow_note(item_chain_cls);
+        }
     }
     if (hcls != item_chain_cls) {
         slab_unlock(hcls);

@@ -43,6 +43,11 @@ struct item_class_state {
     uint32_t         prob_count;
     uint64_t         prob_owed;     /* left the FIFO unjudged: the hand's first */
     bool             prob_hand_turn;
+    /* Live items the class's own CLOCK or FIFO evicted (never reset), and
+     * when the latest whole slab's worth of them began (item_clock.c). */
+    uint64_t         own_evicted;
+    uint64_t         run_start_ms;
+    _Atomic uint64_t overflow_ms;
     _Atomic uint64_t crawler_reclaimed;     /* written by the crawler only */
     _Atomic uint64_t crawler_items_checked;
 };

@@ -44,7 +44,7 @@ struct meta_body {
     uint32_t hashpower;
     uint32_t nslabs;
     uint32_t has_flash;
-    uint64_t classes_asked[SLAB_ASKED_WORDS];
+    uint64_t classes_asked[SLAB_ROOM_WORDS];
 };
 
 /* With has_flash, after the slab table; then flash_nslabs slot states. */

@@ -83,6 +83,11 @@ static _Atomic uint64_t  kept_total;    /* slabs ever put in the pool from a cla
  * each of its classes a first page whatever -m says (slab_room). */
 static _Atomic uint64_t  classes_asked[SLAB_ASKED_WORDS];
 static _Atomic uint32_t  nclasses_asked;
+/* Classes given a first slab while the room was full (table_append): each
+ * adds a slab to the room, as each such first page adds to memcached's
+ * memory. Forgotten and kept as classes_asked is. */
+static _Atomic uint64_t  classes_past[SLAB_ASKED_WORDS];
+static _Atomic uint32_t  nclasses_past;
 static int               arena_fd = -1; /* slab_set_file(): the arena maps it */
 
 static inline struct slab *
@@ -380,17 +385,24 @@ share_groups(size_t chunk_min)
     }
 }
 
+/* Set c's bit in a class set, counting it once. */
+static void
+class_set_add(_Atomic uint64_t *set, _Atomic uint32_t *n, uint8_t c)
+{
+    uint64_t bit = 1ull << (c % 64);
+    _Atomic uint64_t *w = &set[c / 64];
+
+    if ((atomic_load_explicit(w, memory_order_relaxed) & bit) == 0 &&
+        (atomic_fetch_or(w, bit) & bit) == 0) {
+        atomic_fetch_add(n, 1);
+    }
+}
+
 /* Count c among the classes asked for, once. */
 static void
 class_asked(uint8_t c)
 {
-    uint64_t bit = 1ull << (c % 64);
-    _Atomic uint64_t *w = &classes_asked[c / 64];
-
-    if ((atomic_load_explicit(w, memory_order_relaxed) & bit) == 0 &&
-        (atomic_fetch_or(w, bit) & bit) == 0) {
-        atomic_fetch_add(&nclasses_asked, 1);
-    }
+    class_set_add(classes_asked, &nclasses_asked, c);
 }
 
 static bool
@@ -621,7 +633,7 @@ slab_first_past_limit(void)
  * slab_grow_first().
  */
 static uint32_t
-table_append(bool first)
+table_append(uint8_t cls, bool first)
 {
     uint32_t sid = SLAB_ID_NONE;
 
@@ -652,6 +664,9 @@ table_append(bool first)
         sid = n;
     }
     if (sid != SLAB_ID_NONE) {
+        if (!within) {
+            class_set_add(classes_past, &nclasses_past, cls);
+        }
         if (!within || !huge_page_fits(sid, n, used)) {
             arena_small_pages((size_t)sid * stride, stride);
         } else if (sid < n) {
@@ -729,8 +744,8 @@ slab_alloc_locked(uint8_t cls, uint32_t *sid)
     struct item *it;
 
     if (c->free_head == SLAB_HANDLE_NONE) {
-        uint32_t nsid = table_append(atomic_load_explicit(&c->nslabs,
-                                                          memory_order_relaxed) == 0);
+        uint32_t nsid = table_append(cls, atomic_load_explicit(&c->nslabs,
+                                                               memory_order_relaxed) == 0);
         if (nsid != SLAB_ID_NONE) {
             slab_carve(cls, nsid);
         }
@@ -752,7 +767,7 @@ slab_grow_first(uint8_t cls)
     assert(cls >= 1 && cls <= nclasses);
     pthread_mutex_lock(&c->lock);
     if (atomic_load_explicit(&c->nslabs, memory_order_relaxed) == 0) {
-        uint32_t nsid = table_append(true);
+        uint32_t nsid = table_append(cls, true);
         if (nsid != SLAB_ID_NONE) {
             slab_carve(cls, nsid);
             grown = true;
@@ -1228,25 +1243,39 @@ slab_set_limit(size_t maxbytes)
     slab_classes_asked_set(NULL);
 }
 
-void
-slab_classes_asked_get(uint64_t out[SLAB_ASKED_WORDS])
+static void
+class_set_get(_Atomic uint64_t *set, uint64_t *out)
 {
     for (size_t w = 0; w < SLAB_ASKED_WORDS; w++) {
-        out[w] = atomic_load(&classes_asked[w]);
+        out[w] = atomic_load(&set[w]);
     }
 }
 
-void
-slab_classes_asked_set(const uint64_t in[SLAB_ASKED_WORDS])
+static void
+class_set_put(_Atomic uint64_t *set, _Atomic uint32_t *n, const uint64_t *in)
 {
-    uint32_t n = 0;
+    uint32_t k = 0;
 
     for (size_t w = 0; w < SLAB_ASKED_WORDS; w++) {
         uint64_t bits = in != NULL ? in[w] : 0;
-        atomic_store(&classes_asked[w], bits);
-        n += (uint32_t)__builtin_popcountll(bits);
+        atomic_store(&set[w], bits);
+        k += (uint32_t)__builtin_popcountll(bits);
     }
-    atomic_store(&nclasses_asked, n);
+    atomic_store(n, k);
+}
+
+void
+slab_classes_asked_get(uint64_t out[SLAB_ROOM_WORDS])
+{
+    class_set_get(classes_asked, out);
+    class_set_get(classes_past, out + SLAB_ASKED_WORDS);
+}
+
+void
+slab_classes_asked_set(const uint64_t in[SLAB_ROOM_WORDS])
+{
+    class_set_put(classes_asked, &nclasses_asked, in);
+    class_set_put(classes_past, &nclasses_past, in != NULL ? in + SLAB_ASKED_WORDS : NULL);
 }
 
 size_t
@@ -1283,8 +1312,12 @@ slab_held(void)
 /*
  * What slabs may take: -m, or with first slabs past the limit (the
  * default) what memcached's first pages for the same classes take if that
- * is more: a 1 MB page per class asked for, of its 63 classes at most (a
- * slab, where slabs are smaller); the bookkeeping comes out of either.
+ * is more. memcached gives every class a first page whatever its limit
+ * says: its memory is -m plus the first pages of the classes that came
+ * while it was full, and at least a page per class asked for. So: -m plus
+ * a slab per class given its first slab while the room was full, or a 1 MB
+ * page per class asked for (a slab, where slabs are smaller), whichever
+ * is more, of 63 classes at most; the bookkeeping comes out of either.
  * Which classes keep a slab past -m is the groups' business
  * (slab_clsid_alloc); this is only how much.
  */
@@ -1296,8 +1329,10 @@ slab_room(void)
 
     if (atomic_load_explicit(&first_past_limit, memory_order_relaxed)) {
         uint32_t n = atomic_load_explicit(&nclasses_asked, memory_order_relaxed);
+        uint32_t past = atomic_load_explicit(&nclasses_past, memory_order_relaxed);
         size_t page = stride < SLAB_MC_PAGE ? stride : SLAB_MC_PAGE;
         size_t pages = (size_t)(n < SLAB_MC_CLASSES ? n : SLAB_MC_CLASSES) * page;
+        limit += (size_t)(past < SLAB_MC_CLASSES ? past : SLAB_MC_CLASSES) * stride;
         limit = pages > limit ? pages : limit;
     }
 

@@ -93,6 +93,7 @@ quit.t
 refhang.t
 restart.t
 slabhang.t
+slabs_reassign.t
 stats-conns.t
 stats-detail.t
 strtol-testing.t
@@ -112,14 +113,12 @@ watcher_connid.t
 #                            asks two (reading every old key, then 5100 new sets)
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header;
 #                            slabcache's is 32)
-#   slabs_reassign.t         auto gives class 31's unread slabs to class 25 as its
-#                            sets come, so 25 evicts nothing and 31 has none to spare
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
 # A global pool of read and response buffers, where slabcache bounds each
 # connection's:
 #   conn-limits.t            -o read_buf_mem_limit
 NOT_YET="64bit.t conn-limits.t issue_42.t
-lru-maintainer.t slabs-reassign-chunked.t slabs_reassign.t"
+lru-maintainer.t slabs-reassign-chunked.t"
 # SUPERSEDED: files whose answers memcached 1.6.45 changed; slabcache answers
 # as 1.6.45 (its suite runs them, test_mc_suite_newest.sh):
 #   shutdown.t               "SERVER_ERROR: shutdown not enabled" (1.6.18: "ERROR: ...")
@@ -160,7 +159,7 @@ evictions.t flags.t flush-all.t getandtouch.t getset.t idle-timeout.t incrdecr.t
 issue_104.t issue_108.t issue_14.t issue_140.t issue_152.t issue_163.t issue_183.t issue_192.t
 issue_22.t issue_260.t issue_29.t issue_3.t issue_41.t issue_50.t issue_61.t issue_67.t issue_68.t issue_70.t
 lru.t malicious-commands.t maxconns.t metaget.t misbehave.t multiversioning.t noreply.t quit.t refhang.t
-restart.t shutdown.t slabs-cas.t slabs-reassign2.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
+restart.t shutdown.t slabs-cas.t slabs-reassign2.t slabs_reassign.t slabhang.t ssl_cert_refresh.t ssl_ports.t ssl_proto_version.t ssl_session_resumption.t ssl_settings.t
 ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t udp.t unixsocket.t watcher.t watcher_connid.t
 "
 # NOT_YET (issue 29), each with what it shows:
@@ -172,11 +171,9 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 #   slabs-mover.t            memcached's page mover: debugitem lock/ref, its busy
 #                            counters (the automove window subtests pass)
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header)
-#   slabs_reassign.t         auto moves class 31's unread slabs to class 25 as its
-#                            sets come: 25 evicts nothing, 31 has none to spare
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
 NOT_YET="64bit.t conn-limits.t issue_42.t lru-maintainer.t
-slabs-mover.t slabs-reassign-chunked.t slabs_reassign.t"
+slabs-mover.t slabs-reassign-chunked.t"
 # EXCLUDED: the flash tier is not extstore (its own tests: test_flash*.py),
 # no proxy; expirations.t needs a debug build's debugtime; the lint files
 # check memcached's own tree.

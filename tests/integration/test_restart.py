@@ -335,15 +335,15 @@ def flash_args(path, flash, size="64m"):
 
 @test
 def flash_tier_survives_a_graceful_stop():
-    """With the flash tier: 20,000 keys of 600 B to 1.2 KB at -m 16, most
-    on flash. After a graceful stop and a start with the same options
+    """With the flash tier: 24,000 keys of 600 B to 1.2 KB at -m 16, a
+    third or more on flash. After a graceful stop and a start with the same options
     every key answers as before the stop (the stubs come back, the flash
     file is kept, its records read with their checksums); the writer goes
     on where it was (new keys go to flash and read back). A flash file of
     another size starts empty: the keys that were on flash are misses,
     the others still there, no wrong value."""
     slabcache_only()
-    n = 20000
+    n = 24000
 
     def val(i):
         return (b"%d-" % i) * (100 + i % 100)

@@ -182,6 +182,28 @@ owner(uint32_t sid)
 }
 
 /*
+ * Wait until the coarse ms clock is past every slab's last access, so
+ * that what happens next is strictly later: a class that then evicts a
+ * slab's worth of its own items has shown its need since those slabs were
+ * used (item_class_overflow_ms).
+ */
+static void
+clock_past_slabs(void)
+{
+    uint64_t newest = 0;
+    struct slab_info info;
+
+    for (uint32_t sid = 0; sid < slab_table_count(); sid++) {
+        if (slab_table_info(sid, &info) && info.accessed_ms > newest) {
+            newest = info.accessed_ms;
+        }
+    }
+    for (int i = 0; i < 1000 && clock_now_ms() <= newest; i++) {
+        usleep(1000);
+    }
+}
+
+/*
  * Read (and so touch) one item of slab sid. fill_small() stores keys in
  * chunk order, so key sid * perslab is the first item of slab sid; only
  * that slab is touched.
@@ -298,9 +320,12 @@ END_TEST
 
 /*
  * The first-slab rule (slab_set_first_past_limit): a new class at the
- * limit gets a slab another class can spare, and no policy takes another
- * class's only slab, so the classes keep one slab each and memory stays
- * at the limit.
+ * limit gets a slab -- one another class can spare, where the policy picks
+ * a slab at every eviction (twemcache's random, lra, lrc); past the limit
+ * where the measurement decides (auto, and lrc,lru gated by it), as
+ * memcached's first page, since the other slabs hold unread items and the
+ * new class has evicted nothing -- and no policy takes another class's
+ * only slab, so the classes keep one slab each and memory stays there.
  */
 START_TEST(test_first_slab_rule_spares_only_slabs)
 {
@@ -315,11 +340,12 @@ START_TEST(test_first_slab_rule_spares_only_slabs)
         uint8_t a = cls_of(SMALL_LEN), b = cls_of(LARGE_LEN);
         fill_small("a");
         ck_assert_uint_eq(slabs_of(a), NSLABS);
+        clock_past_slabs();
         ck_assert_int_eq(evict_configure(policies[p], strlen(policies[p])), 0);
-        /* b's first slab is one a can spare: no memory past the limit. */
+        uint32_t past = strcmp(policies[p], "auto") == 0 || strcmp(policies[p], "lrc,lru") == 0;
         ck_assert_int_eq(store("big0", LARGE_LEN), ITEM_OK);
-        ck_assert_uint_eq(slab_table_count(), NSLABS);
-        ck_assert_uint_eq(slabs_of(a), NSLABS - 1);
+        ck_assert_uint_eq(slab_table_count(), NSLABS + past);
+        ck_assert_uint_eq(slabs_of(a), NSLABS - 1 + past);
         ck_assert_uint_eq(slabs_of(b), 1);
         /* b filling up takes a's slabs, never a's last one. */
         char key[32];
@@ -328,7 +354,7 @@ START_TEST(test_first_slab_rule_spares_only_slabs)
             ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
         }
         ck_assert_uint_ge(slabs_of(a), 1);
-        ck_assert_uint_eq(slab_table_count(), NSLABS);
+        ck_assert_uint_eq(slab_table_count(), NSLABS + past);
         /* a, down to one slab, still stores: in its own slab. */
         for (int i = 0; i < 50; i++) {
             snprintf(key, sizeof(key), "a2-%d", i);
@@ -444,10 +470,12 @@ START_TEST(test_only_slab_of_a_homed_class_moves)
         ck_assert(!item_class_homed(c1));
         uint8_t big = cls_of(20000);
         ck_assert(!item_class_homed(big));
-        /* The 20000-byte class fills its slab and needs another: c0's is
-         * the only one a class can spare. */
+        /* The 20000-byte class fills its slab and needs more, evicting a
+         * slab's worth of its own first (nothing is read: that is its
+         * need): c0's is the only slab a class can spare. */
+        clock_past_slabs();
         uint32_t per = slab_class_perslab(big);
-        for (uint32_t i = 1; i <= per; i++) {
+        for (uint32_t i = 1; i <= 2 * per; i++) {
             snprintf(key, sizeof(key), "big%05u", i);
             ck_assert_int_eq(store(key, 20000), ITEM_OK);
         }
@@ -470,16 +498,19 @@ START_TEST(test_only_slab_of_a_homed_class_moves)
 END_TEST
 
 /*
- * Where -m is more than a slab per class asked for, the room is -m: a new
- * class at a full -m takes a slab some class can spare (here the large
- * class's second) rather than carving one past it.
+ * A new class at a full -m gets a first slab past it, as memcached's first
+ * page, and the room grows by that slab (nothing is given back for it):
+ * the slabs there hold unread items, and a class that has evicted nothing
+ * has shown no need for them. A policy that picks a slab at every
+ * eviction (random alone) still moves its pick, as twemcache's.
  */
-START_TEST(test_new_class_at_a_full_m_takes_a_spare_slab)
+START_TEST(test_new_class_at_a_full_m_gets_a_first_slab)
 {
     char key[32];
 
     for (size_t p = 0; p < N_SLAB_POLICIES; p++) {
         setup_four_fine_slabs(slab_policies[p]);
+        bool picks = strcmp(slab_policies[p], "random") == 0;
         uint8_t big = cls_of(20000);
         uint32_t per = slab_class_perslab(big);
         ck_assert_int_eq(store("key00000", 20), ITEM_OK);
@@ -491,10 +522,14 @@ START_TEST(test_new_class_at_a_full_m_takes_a_spare_slab)
         ck_assert_uint_eq(slabs_of(big), 2);
         ck_assert_uint_eq(slab_table_count(), 4);
         ck_assert(slab_at_limit());
+        size_t room = slab_room();
         ck_assert_int_eq(store("newkey00", 8000), ITEM_OK);
         ck_assert_uint_eq(slabs_of(item_class_of(8, 8000)), 1);
-        ck_assert_uint_eq(slab_table_count(), 4);
-        ck_assert_uint_eq(slabs_of(big), 1);
+        ck_assert_uint_eq(slab_table_count(), picks ? 4 : 5);
+        ck_assert_uint_eq(slabs_of(big), picks ? 1 : 2);
+        ck_assert_uint_eq(slab_room(), picks ? room : room + SLAB_SZ);
+        evict_give_back();
+        ck_assert_uint_eq(slab_table_count() - slab_pool_count(), picks ? 4 : 5);
         slab_set_first_past_limit(false);
     }
 }
@@ -726,13 +761,23 @@ START_TEST(test_gate_moves_unread_slabs_to_the_class)
     ck_assert_int_eq(sizing_setup(1u << 30, NSLABS), 0);
     item_set_ref_hook(sizing_ref);      /* as the server: A's keys are sampled as stored */
     fill_small("a");
+    clock_past_slabs();
     ck_assert_int_eq(evict_configure("lra,lru", 7), 0);
-    /* Nobody reads A: its slabs earn no measured hit. */
-    ck_assert(evict_slab_wanted(b, 0));
+    /* Nobody reads A: its slabs earn no measured hit; but B, measured on
+     * nothing either, has shown no need for them yet. */
+    ck_assert(!evict_slab_wanted(b, 0));
     ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
     ck_assert_uint_eq(slabs_of(b), 1);
-    /* B takes them all; then its memory is its own and it evicts items. */
-    for (int i = 1; i < 40; i++) {
+    /* Once B has evicted a slab's worth of its own, it takes them all;
+     * then its memory is its own and it evicts items. */
+    uint32_t per = slab_class_perslab(b);
+    for (uint32_t i = 1; i < 2 * per; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+    }
+    ck_assert_uint_eq(slabs_of(b), 1);
+    ck_assert(!evict_slab_wanted(b, 0));
+    for (int i = 2 * per; i < 40; i++) {
         snprintf(key, sizeof(key), "b%d", i);
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
     }
@@ -1188,7 +1233,7 @@ START_TEST(test_auto_asks_a_dearer_donor_measured_finely)
         sizing_edges(slabs, edge, slab_class_count(), SIZING_SHORT);
         uint8_t cheap = donor_value(&edge[a]) <= donor_value(&edge[b]) ? a : b;
         uint8_t dear = cheap == a ? b : a;
-        uint8_t want = evict_auto_pays(c, cheap) ? cheap : evict_auto_pays(c, dear) ? dear : 0;
+        uint8_t want = evict_auto_pays(c, cheap, 0) ? cheap : evict_auto_pays(c, dear, 0) ? dear : 0;
         ck_assert_uint_eq(evict_auto_donor(c, false), want);
         passed_over += want == dear;
     }
@@ -1459,12 +1504,22 @@ START_TEST(test_auto_first_slab_and_unread_memory)
     item_set_ref_hook(sizing_ref);      /* as the server: A's keys are sampled as stored */
     ck_assert_uint_gt(fill_small("a"), 0);  /* policy none: until refused */
     ck_assert_uint_eq(slabs_of(a), NSLABS);
+    clock_past_slabs();
     ck_assert_int_eq(evict_configure("auto", 4), 0);
     ck_assert_int_eq(store("b0", LARGE_LEN), ITEM_OK);
-    ck_assert_uint_eq(slabs_of(b), 1);
-    /* Nobody reads A: B, storing, takes its slabs one by one. */
+    ck_assert_uint_eq(slabs_of(b), 1);      /* a strict -m: A's slab */
+    /* Nobody reads A: B, storing, evicts a slab's worth of its own (its
+     * need, where nothing is measured), then takes A's slabs one by one. */
     char key[32];
-    for (uint32_t i = 1; i < 3 * slab_class_perslab(b) + 1; i++) {
+    uint32_t per = slab_class_perslab(b);
+    for (uint32_t i = 1; i < 2 * per; i++) {
+        snprintf(key, sizeof(key), "b%u", i);
+        ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
+        /* a slab's worth of its own evictions is its need, not fewer */
+        ck_assert_uint_eq(item_class_overflow_ms(b) > 0, i + 1 >= 2 * per);
+    }
+    ck_assert_uint_eq(slabs_of(b), 1);
+    for (uint32_t i = 2 * per; i < 4 * per + 1; i++) {
         snprintf(key, sizeof(key), "b%u", i);
         ck_assert_int_eq(store(key, LARGE_LEN), ITEM_OK);
     }
@@ -1765,7 +1820,7 @@ evict_suite(void)
     tcase_add_test(tc, test_first_slab_rule_spares_only_slabs);
     tcase_add_test(tc, test_first_slab_past_limit_when_none_can_spare);
     tcase_add_test(tc, test_only_slab_of_a_homed_class_moves);
-    tcase_add_test(tc, test_new_class_at_a_full_m_takes_a_spare_slab);
+    tcase_add_test(tc, test_new_class_at_a_full_m_gets_a_first_slab);
     tcase_add_test(tc, test_random_takes_other_classes_first);
     tcase_add_test(tc, test_lra_picks_least_recently_accessed);
     tcase_add_test(tc, test_lrc_picks_least_recently_created);
