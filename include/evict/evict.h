@@ -160,8 +160,10 @@ void            evict_tick(uint32_t now);
  * class with no eviction, out-of-memory answer or slab gained for
  * slab_automove_window seconds, more than 2.5 slabs of free chunks, and
  * all of the room carved, gives its emptiest slabs (a few a tick, their
- * items moved into its free chunks) to the pool, within -m
- * (slab_pool_keep). evict_pool_reset() forgets what it watched.
+ * items moved into its free chunks; in a class of chained values' heads
+ * or bodies only empty ones) to the pool, within -m (slab_pool_keep); a
+ * window after a flush_all the crawler walks every class once.
+ * evict_pool_reset() forgets what it watched.
  */
 void            evict_pool_idle(uint32_t now);
 void            evict_pool_reset(void);

@@ -184,7 +184,8 @@ typedef enum item_store_op {
     X(hits_to_hot,           ZERO)      \
     X(hits_to_warm,          ZERO)      \
     X(evicted_by_slab,       HIDDEN)    \
-    X(slab_rescues,          HIDDEN)
+    X(slab_rescues,          HIDDEN)    \
+    X(chunk_rescues,         HIDDEN)
 
 /* Expand ITEM_CLASS_STATS rows of some kinds only: X_COUNT etc. */
 #define ITEM_STAT_IF_COUNTER_COUNT(x)   x
@@ -250,10 +251,19 @@ void  item_spans_begin(struct item_spans *si, struct item *it, uint32_t off, uin
 bool  item_spans_next(struct item_spans *si, char **p, uint32_t *n);
 /* Copy n bytes into the value at off. */
 void  item_value_write(struct item *it, uint32_t off, const void *src, uint32_t n);
+/*
+ * A slab of the body class is being emptied and body chunk b of head h is
+ * in it: copy b into a free chunk of the body class and link the copy in
+ * its place (h's partition lock, h's class lock and the body class's held,
+ * h linked and unreferenced). false if the class has no free chunk.
+ */
+bool    item_chain_rescue_body_locked(struct item *h, struct item *b);
 /* An item of this shape is chained (-o slab_chunk_max), and the class
  * of its body chunks (0: nothing is chained). */
 bool    item_chains(size_t nkey, uint32_t vlen);
 uint8_t item_chain_class(void);
+/* Whether a chained value's head was ever taken from cls (a fixed class). */
+bool    item_chain_head_class_used(uint8_t cls);
 
 /*
  * Allocate an unlinked item able to hold vlen value bytes plus "\r\n"

@@ -248,9 +248,8 @@ evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms)
  * gone since that slab was last used (item_class_overflow_ms), so a load
  * that moves to new keys of a new size takes the old one's memory after
  * a slab of turnover, and a few sets past a class's first slab do not.
- * Serving beats refusing: a class with slabs asking for any slab at all
- * (nothing of its own to evict), or a new class under a strict -m, takes
- * one.
+ * Serving beats refusing: asked for any slab at all (nothing of its own
+ * to evict), a class takes one.
  */
 static uint64_t
 newest_slab_given(uint8_t cls, uint8_t donor, bool any)
@@ -263,9 +262,8 @@ newest_slab_given(uint8_t cls, uint8_t donor, bool any)
         (void)edge_gain(&view.edge[cls], &view.edge[donor], &sure);
         (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
     }
-    uint32_t held = view.slabs[cls];
     pthread_mutex_unlock(&view_lock);
-    if (!blank || sure || sure_long || (any && (held > 0 || !slab_first_past_limit()))) {
+    if (!blank || sure || sure_long || any) {
         return UINT64_MAX;
     }
     return item_class_overflow_ms(cls);
@@ -357,10 +355,19 @@ auto_items(struct evict_req *req)
     return req->freed > 0 ? EVICT_OK : EVICT_FAIL;
 }
 
+/* A class with no slab takes none from another by this rule when it may
+ * carve a first one past -m (the stack's first-slab rule then does, as
+ * memcached's first page): only under a strict -m. */
+static bool
+may_take_any(uint8_t cls)
+{
+    return slab_class_slabs(cls) > 0 || !slab_first_past_limit();
+}
+
 bool
 evict_auto_first(uint8_t cls, uint32_t *freed)
 {
-    if (!move_to(cls, true)) {
+    if (!may_take_any(cls) || !move_to(cls, true)) {
         return false;
     }
     *freed = slab_class_perslab(cls);
@@ -376,9 +383,10 @@ auto_evict(struct evict_req *req)
         }
         return EVICT_OK;
     }
-    /* Nothing of its own to reuse (a class with no slab, or every item in
-     * use): serving beats refusing, the cheapest slab goes. */
-    if (move_to(req->cls, true)) {
+    /* Nothing of its own to reuse (a class with no slab under a strict -m,
+     * or every item in use): serving beats refusing, the cheapest slab
+     * goes. */
+    if (may_take_any(req->cls) && move_to(req->cls, true)) {
         req->freed = slab_class_perslab(req->cls);
         return EVICT_OK;
     }

@@ -68,7 +68,10 @@ crawl_after_flush(uint32_t now)
         flush_seen = st.oldest_live;
         flush_noted = now > 0 ? now : 1;
     }
-    if (flush_noted == 0 || now - flush_noted < sizing_window() || st.oldest_live > now) {
+    /* A delayed flush takes effect at its point: the window counts from
+     * there. */
+    uint32_t from = flush_noted > st.oldest_live ? flush_noted : st.oldest_live;
+    if (flush_noted == 0 || now < from || now - from < sizing_window()) {
         return;
     }
     uint64_t all[4];
@@ -98,14 +101,15 @@ class_idle(uint8_t cls, uint32_t now, const struct slab_class_stats *ss)
     return now - w->needed_at >= sizing_window();
 }
 
-/* cls's slab with the fewest chunks handed out, or SLAB_ID_NONE; in the
- * chained values' class only an empty one (a rescue drops chained values). */
+/* cls's slab with the fewest chunks handed out, or SLAB_ID_NONE; in a
+ * class that holds chained values' heads or bodies only an empty one (a
+ * slab of heads moving drops their items, and nothing needs its room). */
 static uint32_t
 emptiest_slab(uint8_t cls)
 {
     uint32_t best = SLAB_ID_NONE, best_used = UINT32_MAX;
     uint32_t n = slab_table_count();
-    bool bodies = cls == item_chain_class();
+    bool bodies = cls == item_chain_class() || item_chain_head_class_used(cls);
 
     for (uint32_t sid = 0; sid < n; sid++) {
         struct slab_info info;

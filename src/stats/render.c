@@ -338,6 +338,7 @@ static const struct prom_metric prom_scalars[] = {
     { "slabcache_slabs_moved_total", "counter", "Slabs moved to another class or to the global pool.", PROM_GENERAL, "slabs_moved" },
     { "slabcache_slab_evict_skipped_busy_total", "counter", "Victim slabs passed over because an item in them was in use.", PROM_OWN, "slab_evict_skipped_busy" },
     { "slabcache_slab_reassign_rescues_total", "counter", "Live items moved out of a slab being emptied.", PROM_GENERAL, "slab_reassign_rescues" },
+    { "slabcache_slab_reassign_chunk_rescues_total", "counter", "Chained values' chunks moved out of a slab being emptied.", PROM_GENERAL, "slab_reassign_chunk_rescues" },
     { "slabcache_background_evictions_total", "counter", "Items the background evictor freed.", PROM_OWN, "bg_evictions" },
     { "slabcache_background_evictor_runs_total", "counter", "Background evictor wake-ups.", PROM_OWN, "bg_evictor_runs" },
 };

@@ -252,7 +252,7 @@ static const char *const no_resp_objs[] = {
     "response_obj_oom", "response_obj_count", "response_obj_bytes", NULL
 };
 static const char *const no_page_mover[] = {
-    "slab_reassign_chunk_rescues", "slab_reassign_inline_reclaim",
+    "slab_reassign_inline_reclaim",
     "slab_reassign_busy_items", "slab_reassign_busy_deletes",
     "slab_reassign_busy_nomem", NULL
 };
@@ -332,6 +332,7 @@ emit_general(stats_emit_fn emit, void *ctx)
              (assoc_buckets() + assoc_retired_buckets()) * sizeof(uint32_t));
     emit_u64(emit, ctx, "hash_is_expanding", 0);
     emit_u64(emit, ctx, "slab_reassign_rescues", is.slab_rescues);
+    emit_u64(emit, ctx, "slab_reassign_chunk_rescues", is.chunk_rescues);
     emit_zeros(emit, ctx, no_page_mover);
     emit_str(emit, ctx, "slab_reassign_last_busy_status", "none");
     emit_u64(emit, ctx, "slab_reassign_running", 0);

@@ -27,8 +27,10 @@
  *
  * Not chained: flash stubs (their value is on flash), values of items
  * that fit a chunk. A chained item is never written to flash (evicted
- * as from RAM alone) and never rescued into another chunk when its slab
- * moves (dropped): both copy an item as one block.
+ * as from RAM alone). When a slab of the body class moves, its bodies are
+ * copied into free chunks of the class where there are some (chunk
+ * rescue, as memcached's page mover); a head's slab moving drops the item
+ * (its copy would have to re-point every body).
  */
 #include "item.h"
 
@@ -247,6 +249,36 @@ item_chain_touch(struct item *it)
         }
         h = b->h_next;
     }
+}
+
+bool
+item_chain_rescue_body_locked(struct item *h, struct item *b)
+{
+    uint32_t sid;
+    struct item *nb = slab_pop_free_locked(item_chain_cls, &sid);
+
+    if (nb == NULL) {
+        return false;
+    }
+    uint32_t from = slab_handle(b), to = slab_handle(nb);
+    nb->h_next = b->h_next;
+    nb->flags = b->flags;
+    nb->nbytes = b->nbytes;
+    memcpy(nb->data, b->data, b->nbytes);
+    atomic_store_explicit(&nb->cas_key, CHAIN_TAG << 8, memory_order_release);
+    if (head_first(h) == from) {
+        memcpy(h->data + item_nkey(h), &to, sizeof(to));
+    } else {
+        struct item *p = slab_handle_item(head_first(h));
+        while (p->h_next != from) {
+            assert(p->h_next != SLAB_HANDLE_NONE);
+            p = slab_handle_item(p->h_next);
+        }
+        p->h_next = to;
+    }
+    atomic_store_explicit(&b->cas_key, 0, memory_order_relaxed);
+    slab_free_locked(item_chain_cls, slab_sid_of(b), b);
+    return true;
 }
 
 void

@@ -135,24 +135,24 @@ clock_examine(struct item *it, rel_time_t now, uint32_t *hv)
 }
 
 /*
- * Class lock held: cls evicted a live item of its own to make room. Each
- * run of a slab's worth of such evictions records when it began, so
+ * Class lock held: cls's CLOCK or FIFO dropped live items from RAM to make
+ * room (to flash too: RAM was short), n of its chunks. Each run of a
+ * slab's worth of such chunks records when it began, so
  * item_class_overflow_ms() can say "a slab's worth went since then".
  */
 static void
-clock_overflow_note(uint8_t cls)
+clock_overflow_note(uint8_t cls, uint32_t n)
 {
     struct item_class_state *l = &item_classes[cls];
     uint32_t per = slab_class_perslab(cls);
 
-    if (per == 0) {
-        return;
-    }
-    if (l->own_evicted % per == 0) {
-        l->run_start_ms = clock_now_ms();
-    }
-    if (++l->own_evicted % per == 0) {
-        atomic_store_explicit(&l->overflow_ms, l->run_start_ms, memory_order_relaxed);
+    for (uint32_t i = 0; per > 0 && i < n; i++) {
+        if (l->own_evicted % per == 0) {
+            l->run_start_ms = clock_now_ms();
+        }
+        if (++l->own_evicted % per == 0) {
+            atomic_store_explicit(&l->overflow_ms, l->run_start_ms, memory_order_relaxed);
+        }
     }
 }
 
@@ -170,7 +170,7 @@ clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
     assoc_unlock(hv);
     item_free_locked(cls, it);
     if (!dead) {
-        clock_overflow_note(cls);
+        clock_overflow_note(cls, 1);
     }
 }
 
@@ -206,7 +206,7 @@ clock_body(struct item *b, rel_time_t now, int *rescues, bool dead_only)
         freed = item_chain_free_locked(hcls, head);
         freed += freed == 0;    /* its head went, at least */
         if (!dead) {
-            clock_overflow_note(item_chain_cls);
+            clock_overflow_note(item_chain_cls, freed);
         }
     }
     if (hcls != item_chain_cls) {

@@ -43,8 +43,8 @@ struct item_class_state {
     uint32_t         prob_count;
     uint64_t         prob_owed;     /* left the FIFO unjudged: the hand's first */
     bool             prob_hand_turn;
-    /* Live items the class's own CLOCK or FIFO evicted (never reset), and
-     * when the latest whole slab's worth of them began (item_clock.c). */
+    /* Chunks of live items the class's own CLOCK or FIFO dropped from RAM
+     * (never reset), and when the latest slab's worth began (item_clock.c). */
     uint64_t         own_evicted;
     uint64_t         run_start_ms;
     _Atomic uint64_t overflow_ms;
@@ -95,8 +95,6 @@ item_chained(struct item *it)
 }
 
 void          item_chain_setup(void);
-/* Whether a chained value's head was ever taken from cls (a fixed class). */
-bool          item_chain_head_class_used(uint8_t cls);
 bool          item_chain_needed(size_t nkey, uint32_t vlen);
 uint8_t       item_chain_head_class(size_t nkey, uint32_t vlen);
 uint32_t      item_chain_bodies(size_t nkey, uint32_t vlen);

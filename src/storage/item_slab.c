@@ -147,9 +147,10 @@ slab_drop(struct item_class_state *l, struct item *it, uint32_t hv, rel_time_t n
 
 /*
  * A body chunk of a chained item in a draining slab of the body class:
- * its head goes (wherever it is), and with it all its chunks. Locks in
- * their order: the head's partition, its class, the body class. false if
- * the head is in use.
+ * moved into a free chunk of the class (chunk rescue), else its head goes
+ * (wherever it is), and with it all its chunks. Locks in their order: the
+ * head's partition, its class, the body class. false if the head is in
+ * use.
  */
 static bool
 slab_unlink_body(struct item *b, rel_time_t now)
@@ -180,6 +181,10 @@ slab_unlink_body(struct item *b, rel_time_t now)
         /* Linked (key written) before its key is hashed. */
         if (now_h != h || slab_cls_of(h) != hcls || chunk_busy(h) || item_hash(h) != hv) {
             ok = false;
+        } else if (!item_is_dead(h, now) && !slab_draining(slab_sid_of(h)) &&
+                   atomic_load_explicit(&item_slab_rescue_on, memory_order_relaxed) &&
+                   item_chain_rescue_body_locked(h, b)) {
+            item_classes[bcls].chunk_rescues++;
         } else {
             slab_drop(&item_classes[hcls], h, hv, now);
             item_chain_free_locked(hcls, h);

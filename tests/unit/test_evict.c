@@ -1602,6 +1602,142 @@ START_TEST(test_idle_free_memory_goes_to_the_pool)
 }
 END_TEST
 
+/*
+ * Memory a class stopped using goes to the pool only where nothing is lost:
+ * in a class of chained values' heads, only an empty slab (moving one with
+ * heads in it drops their items, chunk rescue or not). Chained values of
+ * 6 KB in 4 KB chunks (one body each, heads about 2 KB) fill -m; 3 of 4
+ * are deleted, so the heads' class has more than 2.5 slabs free but no
+ * empty slab: a window later every item left still reads back whole.
+ */
+/* A chained value of vlen bytes, all c, written through its pieces. */
+static item_status_t
+store_chained(const char *key, uint32_t vlen, char c)
+{
+    struct item *it;
+    char buf[1024];
+    item_status_t st = alloc_evicting(key, strlen(key), vlen, &it);
+
+    if (st != ITEM_OK) {
+        return st;
+    }
+    memset(buf, c, sizeof(buf));
+    for (uint32_t off = 0; off < vlen; off += sizeof(buf)) {
+        uint32_t k = vlen - off < sizeof(buf) ? vlen - off : (uint32_t)sizeof(buf);
+        item_value_write(it, off, buf, k);
+    }
+    item_value_write(it, vlen, "\r\n", 2);
+    st = item_store(it, ITEM_OP_SET, 0);
+    item_release(it);
+    return st;
+}
+
+/* Whether key holds vlen bytes of c, read through its pieces. */
+static bool
+chained_whole(const char *key, uint32_t vlen, char c)
+{
+    struct item *it = item_get(key, strlen(key), false, 0, NULL);
+    struct item_spans si;
+    char *p;
+    uint32_t n, seen = 0;
+    bool ok = it != NULL && item_vlen(it) == vlen;
+
+    if (it == NULL) {
+        return false;
+    }
+    item_spans_begin(&si, it, 0, vlen);
+    while (ok && item_spans_next(&si, &p, &n)) {
+        for (uint32_t i = 0; i < n && ok; i++) {
+            ok = p[i] == c;
+        }
+        seen += n;
+    }
+    item_release(it);
+    return ok && seen == vlen;
+}
+
+START_TEST(test_pool_keeps_slabs_of_chained_heads)
+{
+    const uint32_t vlen = 6062;     /* one 4 KB body, a head of about 2 KB */
+    char key[32];
+
+    teardown();
+    clock_setup();
+    ck_assert_int_eq(evict_setup("none"), 0);
+    ck_assert_int_eq(slab_setup_chunked(16 * SLAB_SZ, SLAB_SZ, 1.25, 48,
+                                        item_total_size(0, 0) - 2, 4 * 1024), SLAB_OK);
+    ck_assert_int_eq(assoc_setup(12), 0);
+    slab_book(-2 * (int64_t)SLAB_SZ);
+    ck_assert_int_eq(item_setup(true), 0);
+    uint32_t n = 0;
+    for (;; n++) {
+        snprintf(key, sizeof(key), "c%u", n);
+        if (store_chained(key, vlen, (char)('a' + n % 26)) != ITEM_OK) {
+            break;
+        }
+    }
+    ck_assert(slab_all_carved());
+    struct item *it = item_get("c0", 2, false, 0, NULL);
+    ck_assert_ptr_nonnull(it);
+    uint8_t heads = slab_cls_of(it);
+    item_release(it);
+    ck_assert_uint_ne(heads, item_chain_class());
+    for (uint32_t i = 0; i < n; i++) {
+        if (i % 4 != 0) {
+            snprintf(key, sizeof(key), "c%u", i);
+            item_unlink_key(key, strlen(key));
+        }
+    }
+    ck_assert_uint_gt(2 * slab_class_free(heads), 5 * (uint64_t)slab_class_perslab(heads));
+    uint32_t held = slabs_of(heads), w = sizing_window();
+    ck_assert_int_eq(evict_configure("lra", 3), 0);
+    evict_tick(100);
+    evict_tick(100 + w);
+    ck_assert_uint_eq(slabs_of(heads), held);
+    for (uint32_t i = 0; i < n; i += 4) {
+        snprintf(key, sizeof(key), "c%u", i);
+        ck_assert_msg(chained_whole(key, vlen, (char)('a' + i % 26)), "%s whole", key);
+    }
+}
+END_TEST
+
+/*
+ * A new class at a full -m gets a first slab past it even where a class
+ * whose slabs earn hits could give one: it has shown no need (nothing of
+ * it is measured), and a slab of hits is not the price of a new value
+ * size; memcached gives a first page too.
+ */
+START_TEST(test_new_class_leaves_earning_slabs_alone)
+{
+    char key[32];
+
+    setup_four_fine_slabs("auto");
+    ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);
+    item_set_ref_hook(sizing_ref);
+    uint8_t a = cls_of(20);
+    uint32_t n = 0;
+    while (!slab_all_carved() || slab_class_free(a) > 0) {
+        snprintf(key, sizeof(key), "k%07u", n++);
+        ck_assert_int_eq(store(key, 20), ITEM_OK);
+    }
+    for (int round = 0; round < 4; round++) {
+        ck_assert_uint_eq(count_present("k", 0), 0);
+        for (uint32_t i = 0; i < n; i++) {
+            snprintf(key, sizeof(key), "k%07u", i);
+            struct item *it = item_get(key, strlen(key), false, 0, NULL);
+            ck_assert_ptr_nonnull(it);
+            item_release(it);
+        }
+    }
+    uint32_t before = slabs_of(a), table = slab_table_count();
+    ck_assert_int_eq(store("newkey00", 8000), ITEM_OK);
+    ck_assert_uint_eq(slabs_of(item_class_of(8, 8000)), 1);
+    ck_assert_uint_eq(slabs_of(a), before);
+    ck_assert_uint_eq(slab_table_count(), table + 1);
+    slab_set_first_past_limit(false);
+}
+END_TEST
+
 START_TEST(test_configure_validates)
 {
     char names[EVICT_NAMES_MAX];
@@ -1849,6 +1985,8 @@ evict_suite(void)
     tcase_add_test(tc, test_auto_blank_donor_gives_to_a_clear_taker);
     tcase_add_test(tc, test_auto_keeps_memory_the_sample_has_not_seen);
     tcase_add_test(tc, test_idle_free_memory_goes_to_the_pool);
+    tcase_add_test(tc, test_pool_keeps_slabs_of_chained_heads);
+    tcase_add_test(tc, test_new_class_leaves_earning_slabs_alone);
     tcase_add_test(tc, test_auto_first_slab_and_unread_memory);
     tcase_add_test(tc, test_lru_skips_a_draining_slab);
     suite_add_tcase(s, tc);

@@ -337,9 +337,13 @@ a_body_slab(void)
     return SLAB_ID_NONE;
 }
 
+/* With slab rescue off (-o slab_rescue=0): with it, bodies would take the
+ * chunks the dropped items free, and fewer new items fit; rescue is
+ * test_slab_move_rescues_bodies_into_free_chunks's. */
 START_TEST(test_slab_move_drops_owners_of_its_bodies)
 {
     uint32_t vlen = 3 * CHUNK_MAX;
+    item_set_slab_rescue(false);
     int n = fill_chained(vlen);
     uint32_t sid = a_body_slab();
     ck_assert_uint_ne(sid, SLAB_ID_NONE);
@@ -366,6 +370,58 @@ START_TEST(test_slab_move_drops_owners_of_its_bodies)
         ck_assert_msg(it != NULL, "room for %d of %d dropped items", (int)i, (int)dropped);
         item_release(it);
     }
+    item_set_slab_rescue(true);
+}
+END_TEST
+
+/*
+ * Chunk rescue: when a slab of the body class moves and the class has free
+ * chunks elsewhere (here after deletes), the bodies in it are copied there
+ * and linked in their place, as memcached's page mover rescues chunks:
+ * every item still stored reads back whole, and slab_reassign_chunk_rescues
+ * counts the copies. With rescue off the same move drops their items.
+ */
+START_TEST(test_slab_move_rescues_bodies_into_free_chunks)
+{
+    uint32_t vlen = 3 * CHUNK_MAX;
+    uint8_t small = slab_clsid(100);
+
+    for (int off = 0; off < 2; off++) {
+        teardown();
+        setup_small();
+        item_set_slab_rescue(off == 0);
+        int n = fill_chained(vlen);
+        ck_assert_int_gt(n, 8);
+        for (int i = 1; i < n; i += 2) {
+            char key[16];
+            snprintf(key, sizeof(key), "f%d", i);
+            item_unlink_key(key, strlen(key));
+        }
+        uint32_t sid = a_body_slab();
+        ck_assert_uint_ne(sid, SLAB_ID_NONE);
+        struct item_stats before, after;
+        item_get_stats(&before);
+        ck_assert_int_eq(item_slab_evict(sid, small), ITEM_SLAB_OK);
+        item_get_stats(&after);
+        ck_assert_int_eq(fill_left(n), (int)after.curr_items);
+        if (off == 0) {
+            ck_assert_uint_eq(after.curr_items, before.curr_items);
+            ck_assert_uint_gt(after.chunk_rescues, 0);
+        } else {
+            ck_assert_uint_lt(after.curr_items, before.curr_items);
+            ck_assert_uint_eq(after.chunk_rescues, 0);
+        }
+        /* No chunk lost: with every item gone, the body class is all free. */
+        for (int i = 0; i < n; i += 2) {
+            char key[16];
+            snprintf(key, sizeof(key), "f%d", i);
+            item_unlink_key(key, strlen(key));
+        }
+        uint8_t top = top_class();
+        ck_assert_uint_eq(slab_class_free(top),
+                          (uint64_t)slab_class_slabs(top) * slab_class_perslab(top));
+    }
+    item_set_slab_rescue(true);
 }
 END_TEST
 
@@ -479,6 +535,7 @@ chain_suite(void)
     tcase_add_checked_fixture(tf, setup_small, teardown);
     tcase_add_test(tf, test_body_class_hand_evicts_whole_items);
     tcase_add_test(tf, test_slab_move_drops_owners_of_its_bodies);
+    tcase_add_test(tf, test_slab_move_rescues_bodies_into_free_chunks);
     tcase_add_test(tf, test_read_chained_item_gets_a_second_chance);
     suite_add_tcase(s, tf);
     return s;
