@@ -96,10 +96,10 @@ cache_alloc_with(const char *key, size_t nkey, uint32_t flags, rel_time_t exptim
     item_status_t st = ITEM_NO_MEMORY;
 
     /* A class with no slab at the limit (new at a full -m, or it gave
-     * its only one away): a slab some class can spare before a first one
-     * past the room (evict_run grants that only when none can; fixed
-     * classes, the stubs' and the chained values', still get a first slab
-     * from slab_alloc). */
+     * its only one away): an empty slab, a policy's pick or a move the
+     * measurement pays for before a first one past the room (evict_run
+     * grants that when none of those did; fixed classes, the stubs' and
+     * the chained values', get a first slab from slab_alloc). */
     if (cls != 0 && slab_first_past_limit() && slab_class_slabs(cls) == 0 && slab_at_limit()) {
         (void)evict_run(cls, 1, NULL);
     }

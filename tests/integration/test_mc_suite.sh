@@ -107,9 +107,9 @@ watcher_connid.t
 # is listed with its reason in notes/compatibility.md ("memcached's own test suite");
 # MC_SUITE_ALL=1 runs them too.
 # They assert memcached internals that slabcache's storage does not share:
-#   slabs-reassign-chunked.t chunk rescues (a slab being emptied drops chained values
-#                            here), and one read keeps an item here where memcached
-#                            asks two (reading every old key, then 5100 new sets)
+#   slabs-reassign-chunked.t after every old key is read once, 5100 new sets evict
+#                            the new keys: unread new items go first (probation),
+#                            where memcached's segmented LRU evicts by age
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header;
 #                            slabcache's is 32)
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
@@ -164,9 +164,9 @@ ssl_verify_modes.t stats.t stats-conns.t stats-detail.t strtol-testing.t touch.t
 "
 # NOT_YET (issue 29), each with what it shows:
 #   conn-limits.t            -o read_buf_mem_limit
-#   slabs-reassign-chunked.t chunk rescues (a slab being emptied drops chained values
-#                            here), and one read keeps an item here where memcached
-#                            asks two (reading every old key, then 5100 new sets)
+#   slabs-reassign-chunked.t after every old key is read once, 5100 new sets evict
+#                            the new keys: unread new items go first (probation),
+#                            where memcached's segmented LRU evicts by age
 #   issue_42.t               mem_requested of memcached's items (its 48+8-byte header)
 #   lru-maintainer.t         segmented LRU (hot/warm/cold), not in slabcache
 NOT_YET="conn-limits.t issue_42.t lru-maintainer.t slabs-reassign-chunked.t"
