@@ -70,8 +70,9 @@ extern const struct evict_policy evict_policy_none;
  * The gate of a slab-level policy followed by an item-level one (e.g.
  * lrc,lru): the victim slab sid moves to cls only if it is another
  * class's and the measured allocator says the move pays (evict_auto_pays).
- * A class that holds no slab is not gated: it gets the slab the
- * measurement values least (evict_auto_first), whatever the policy.
+ * A class that holds no slab is not gated: under a strict -m it gets the
+ * slab the measurement values least (evict_auto_first), whatever the
+ * policy; where first slabs may be carved past -m, the stack carves one.
  */
 bool            evict_slab_wanted(uint8_t cls, uint32_t sid);
 /*
@@ -128,8 +129,10 @@ uint8_t         evict_auto_donor(uint8_t cls, bool any);
  * more only a slab last used before the taker's latest slab's worth of
  * its own evictions began, item_class_overflow_ms). */
 bool            evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms);
-/* Give cls the slab the measurement values least (the cheapest class's
- * least recently accessed that may move); *freed: its chunks. */
+/* Give cls, holding no slab under a strict -m (first_slab_past_limit=0;
+ * else false: the stack carves it a first slab), the slab the measurement
+ * values least (the cheapest class's least recently accessed that may
+ * move); *freed: its chunks. */
 bool            evict_auto_first(uint8_t cls, uint32_t *freed);
 /*
  * Past the room (slab_room()) only first slabs stay: while slabs exceed

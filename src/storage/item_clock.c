@@ -162,15 +162,21 @@ item_class_overflow_ms(uint8_t cls)
     return atomic_load_explicit(&item_classes[cls].overflow_ms, memory_order_relaxed);
 }
 
-/* Both locks held: unlink, count, give the chunk back to the class. */
+/* Both locks held: unlink, count, give the chunk back to the class (a
+ * chained value's head in the body class frees its bodies there too). */
 static void
 clock_drop(uint8_t cls, struct item *it, uint32_t hv, bool dead, rel_time_t now)
 {
+    uint32_t chunks = 1;
+
+    if (cls == item_chain_cls && item_chained(it)) {
+        chunks += item_chain_bodies(item_nkey(it), item_vlen(it));
+    }
     item_class_drop_locked(&item_classes[cls], it, hv, dead, now);
     assoc_unlock(hv);
     item_free_locked(cls, it);
     if (!dead) {
-        clock_overflow_note(cls, 1);
+        clock_overflow_note(cls, chunks);
     }
 }
 
@@ -204,10 +210,10 @@ clock_body(struct item *b, rel_time_t now, int *rescues, bool dead_only)
         item_class_drop_locked(&item_classes[hcls], head, hv, dead, now);
         assoc_unlock(hv);
         freed = item_chain_free_locked(hcls, head);
-        freed += freed == 0;    /* its head went, at least */
-        if (!dead) {
-            clock_overflow_note(item_chain_cls, freed);
+        if (!dead) {    /* the body class's chunks it freed, its head's too */
+            clock_overflow_note(item_chain_cls, freed + (hcls == item_chain_cls));
         }
+        freed += freed == 0;    /* its head went, at least */
     }
     if (hcls != item_chain_cls) {
         slab_unlock(hcls);

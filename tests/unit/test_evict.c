@@ -1709,32 +1709,36 @@ END_TEST
  */
 START_TEST(test_new_class_leaves_earning_slabs_alone)
 {
+    static const char *const stacks[] = { "auto", "lrc,lru" };
     char key[32];
 
-    setup_four_fine_slabs("auto");
-    ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);
-    item_set_ref_hook(sizing_ref);
-    uint8_t a = cls_of(20);
-    uint32_t n = 0;
-    while (!slab_all_carved() || slab_class_free(a) > 0) {
-        snprintf(key, sizeof(key), "k%07u", n++);
-        ck_assert_int_eq(store(key, 20), ITEM_OK);
-    }
-    for (int round = 0; round < 4; round++) {
-        ck_assert_uint_eq(count_present("k", 0), 0);
-        for (uint32_t i = 0; i < n; i++) {
-            snprintf(key, sizeof(key), "k%07u", i);
-            struct item *it = item_get(key, strlen(key), false, 0, NULL);
-            ck_assert_ptr_nonnull(it);
-            item_release(it);
+    for (size_t p = 0; p < sizeof(stacks) / sizeof(stacks[0]); p++) {
+        setup_four_fine_slabs(stacks[p]);
+        ck_assert_int_eq(sizing_setup(1u << 30, 4), 0);
+        item_set_ref_hook(sizing_ref);
+        uint8_t a = cls_of(20);
+        uint32_t n = 0;
+        while (!slab_all_carved() || slab_class_free(a) > 0) {
+            snprintf(key, sizeof(key), "k%07u", n++);
+            ck_assert_int_eq(store(key, 20), ITEM_OK);
         }
+        for (int round = 0; round < 4; round++) {
+            for (uint32_t i = 0; i < n; i++) {
+                snprintf(key, sizeof(key), "k%07u", i);
+                struct item *it = item_get(key, strlen(key), false, 0, NULL);
+                ck_assert_ptr_nonnull(it);
+                item_release(it);
+            }
+        }
+        uint32_t before = slabs_of(a), table = slab_table_count();
+        ck_assert_int_eq(store("newkey00", 8000), ITEM_OK);
+        ck_assert_uint_eq(slabs_of(item_class_of(8, 8000)), 1);
+        ck_assert_msg(slabs_of(a) == before, "%s: %u of %u", stacks[p], slabs_of(a), before);
+        ck_assert_uint_eq(slab_table_count(), table + 1);
+        item_set_ref_hook(NULL);
+        sizing_teardown();
+        slab_set_first_past_limit(false);
     }
-    uint32_t before = slabs_of(a), table = slab_table_count();
-    ck_assert_int_eq(store("newkey00", 8000), ITEM_OK);
-    ck_assert_uint_eq(slabs_of(item_class_of(8, 8000)), 1);
-    ck_assert_uint_eq(slabs_of(a), before);
-    ck_assert_uint_eq(slab_table_count(), table + 1);
-    slab_set_first_past_limit(false);
 }
 END_TEST
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "assoc.h"
 #include "clock.h"
@@ -386,10 +387,11 @@ START_TEST(test_slab_move_rescues_bodies_into_free_chunks)
     uint32_t vlen = 3 * CHUNK_MAX;
     uint8_t small = slab_clsid(100);
 
-    for (int off = 0; off < 2; off++) {
+    for (int off = 0; off < 2; off++) {     /* rescue on, then off */
+        bool rescue = off == 0;
         teardown();
         setup_small();
-        item_set_slab_rescue(off == 0);
+        item_set_slab_rescue(rescue);
         int n = fill_chained(vlen);
         ck_assert_int_gt(n, 8);
         for (int i = 1; i < n; i += 2) {
@@ -404,7 +406,7 @@ START_TEST(test_slab_move_rescues_bodies_into_free_chunks)
         ck_assert_int_eq(item_slab_evict(sid, small), ITEM_SLAB_OK);
         item_get_stats(&after);
         ck_assert_int_eq(fill_left(n), (int)after.curr_items);
-        if (off == 0) {
+        if (rescue) {
             ck_assert_uint_eq(after.curr_items, before.curr_items);
             ck_assert_uint_gt(after.chunk_rescues, 0);
         } else {
@@ -422,6 +424,37 @@ START_TEST(test_slab_move_rescues_bodies_into_free_chunks)
                           (uint64_t)slab_class_slabs(top) * slab_class_perslab(top));
     }
     item_set_slab_rescue(true);
+}
+END_TEST
+
+/*
+ * A class's need where nothing is measured is a slab's worth of its own
+ * chunks evicted (item_class_overflow_ms). Values whose heads fit only the
+ * body class (one 4 KB body, a head of about 3 KB) free two of its chunks
+ * each: half a slab's worth of evictions is a slab of chunks.
+ */
+START_TEST(test_overflow_counts_chunks_of_the_body_class)
+{
+    uint32_t vlen = 7062;
+    uint8_t top = top_class();
+    int n = fill_chained(vlen);
+
+    ck_assert_int_gt(n, 8);
+    struct item *it = item_get("f0", 2, false, 0, NULL);
+    ck_assert_ptr_nonnull(it);
+    ck_assert_uint_eq(slab_cls_of(it), top);     /* the head too */
+    item_release(it);
+    for (int i = 0; i < 1000 && clock_now_ms() == 0; i++) {
+        usleep(1000);
+    }
+    uint32_t per = slab_class_perslab(top), evicted = 0;
+    while (evicted < per / 2 - 1) {
+        ck_assert_uint_gt(item_clock_pull(top, true, 1), 0);
+        evicted++;
+    }
+    ck_assert_uint_eq(item_class_overflow_ms(top), 0);
+    ck_assert_uint_gt(item_clock_pull(top, true, 1), 0);
+    ck_assert_uint_gt(item_class_overflow_ms(top), 0);
 }
 END_TEST
 
@@ -536,6 +569,7 @@ chain_suite(void)
     tcase_add_test(tf, test_body_class_hand_evicts_whole_items);
     tcase_add_test(tf, test_slab_move_drops_owners_of_its_bodies);
     tcase_add_test(tf, test_slab_move_rescues_bodies_into_free_chunks);
+    tcase_add_test(tf, test_overflow_counts_chunks_of_the_body_class);
     tcase_add_test(tf, test_read_chained_item_gets_a_second_chance);
     suite_add_tcase(s, tf);
     return s;
