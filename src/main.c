@@ -383,7 +383,7 @@ memory_file_restore(void)
         restart_meta_free(&saved);
         return EXIT_FAILURE;
     }
-    slab_classes_asked_set(saved.classes_asked);
+    slab_room_classes_set(saved.room_classes);
     item_restore(saved.nslabs, &r);
     log_warn("memory file %s: restored %llu items (%llu on flash, %llu bytes) in %u slabs "
              "in %.1f ms, stopped %llds ago; %llu expired, %llu not whole (dropped)%s",

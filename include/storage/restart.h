@@ -54,7 +54,7 @@ struct restart_meta {
     uint32_t          hashpower;
     uint32_t          nslabs;
     uint8_t          *cls;          /* nslabs entries; owned: restart_meta_free */
-    uint64_t          classes_asked[SLAB_ROOM_WORDS]; /* slab_room's */
+    uint64_t          room_classes[SLAB_ROOM_WORDS]; /* slab_room's: asked, past */
     bool              has_flash;    /* the flash tier's slot table follows */
     struct flash_state flash;       /* slots owned: restart_meta_free */
 };

@@ -300,9 +300,9 @@ size_t   slab_held(void);
 size_t   slab_room(void);
 #define SLAB_ASKED_WORDS ((SLAB_CLASS_MAX + 64) / 64)
 #define SLAB_ROOM_WORDS  (2 * SLAB_ASKED_WORDS)    /* asked, then past */
-void     slab_classes_asked_get(uint64_t out[SLAB_ROOM_WORDS]);
+void     slab_room_classes_get(uint64_t out[SLAB_ROOM_WORDS]);
 /* NULL: none. */
-void     slab_classes_asked_set(const uint64_t in[SLAB_ROOM_WORDS]);
+void     slab_room_classes_set(const uint64_t in[SLAB_ROOM_WORDS]);
 size_t   slab_malloced(void);                /* bytes of slabs allocated */
 /* What counts against -m: the slabs (pooled ones kept within -m too) and
  * the bookkeeping's whole slabs (slab_held): `total_malloced`, which

@@ -227,15 +227,16 @@ evict_auto_donor(uint8_t cls, bool any)
     return donor_next(cls, any, NULL, 0);
 }
 
-static uint64_t newest_slab_given(uint8_t cls, uint8_t donor, bool any);
+static uint64_t newest_given_locked(uint8_t cls, uint8_t donor);
 
 bool
 evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms)
 {
     view_take();
-    bool pays = view.slabs[donor] > 0 && move_pays(cls, donor);
+    bool pays = view.slabs[donor] > 0 && move_pays(cls, donor) &&
+                accessed_ms < newest_given_locked(cls, donor);
     pthread_mutex_unlock(&view_lock);
-    return pays && accessed_ms < newest_slab_given(cls, donor, false);
+    return pays;
 }
 
 /*
@@ -252,21 +253,28 @@ evict_auto_pays(uint8_t cls, uint8_t donor, uint64_t accessed_ms)
  * to evict), a class takes one.
  */
 static uint64_t
-newest_slab_given(uint8_t cls, uint8_t donor, bool any)
+newest_given_locked(uint8_t cls, uint8_t donor)
 {
-    bool blank, sure = false, sure_long = false;
+    bool sure, sure_long;
 
-    view_take();
-    blank = edge_unmeasured(&view.edge[donor]) && edge_unmeasured(&view.edge_long[donor]);
-    if (blank) {
-        (void)edge_gain(&view.edge[cls], &view.edge[donor], &sure);
-        (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
-    }
-    pthread_mutex_unlock(&view_lock);
-    if (!blank || sure || sure_long || any) {
+    if (!edge_unmeasured(&view.edge[donor]) || !edge_unmeasured(&view.edge_long[donor])) {
         return UINT64_MAX;
     }
-    return item_class_overflow_ms(cls);
+    (void)edge_gain(&view.edge[cls], &view.edge[donor], &sure);
+    (void)edge_gain(&view.edge_long[cls], &view.edge_long[donor], &sure_long);
+    return sure || sure_long ? UINT64_MAX : item_class_overflow_ms(cls);
+}
+
+static uint64_t
+newest_slab_given(uint8_t cls, uint8_t donor, bool any)
+{
+    if (any) {
+        return UINT64_MAX;
+    }
+    view_take();
+    uint64_t newest = newest_given_locked(cls, donor);
+    pthread_mutex_unlock(&view_lock);
+    return newest;
 }
 
 /* The donor's least recently accessed slab that may move, last used

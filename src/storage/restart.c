@@ -44,7 +44,7 @@ struct meta_body {
     uint32_t hashpower;
     uint32_t nslabs;
     uint32_t has_flash;
-    uint64_t classes_asked[SLAB_ROOM_WORDS];
+    uint64_t room_classes[SLAB_ROOM_WORDS];
 };
 
 /* With has_flash, after the slab table; then flash_nslabs slot states. */
@@ -235,7 +235,7 @@ meta_parse(int fd, struct restart_meta *m, char *err, size_t n)
     m->items.oldest_live = b.oldest_live;
     m->hashpower = b.hashpower;
     m->nslabs = b.nslabs;
-    memcpy(m->classes_asked, b.classes_asked, sizeof(m->classes_asked));
+    memcpy(m->room_classes, b.room_classes, sizeof(m->room_classes));
     return RESTART_FOUND;
 }
 
@@ -327,7 +327,7 @@ meta_write(int fd, size_t maxbytes)
     b.oldest_live = is.oldest_live;
     b.hashpower = assoc_power();
     b.nslabs = nslabs;
-    slab_classes_asked_get(b.classes_asked);
+    slab_room_classes_get(b.room_classes);
     struct flash_state fs;
     struct meta_flash f;
     b.has_flash = flash_state_save(&fs);

@@ -302,7 +302,7 @@ slab_setup_chunked(size_t maxbytes, size_t slab_sz, double factor, size_t chunk_
     kept_head = SLAB_ID_NONE;
     atomic_store(&kept_count, 0);
     atomic_store(&kept_total, 0);
-    slab_classes_asked_set(NULL);
+    slab_room_classes_set(NULL);
     return SLAB_OK;
 }
 
@@ -627,6 +627,19 @@ slab_first_past_limit(void)
     return atomic_load_explicit(&first_past_limit, memory_order_relaxed);
 }
 
+/* Table lock held: a kept slab out of the pool, or SLAB_ID_NONE. */
+static uint32_t
+kept_pop_locked(void)
+{
+    uint32_t sid = kept_head;
+
+    if (sid != SLAB_ID_NONE) {
+        kept_head = table_entry(sid)->pool_next;
+        atomic_fetch_sub(&kept_count, 1);
+    }
+    return sid;
+}
+
 /*
  * Append a new slab to the table if the limit allows; table lock inside.
  * A class's first slab may be granted past the limit (first): see
@@ -638,10 +651,8 @@ table_append(uint8_t cls, bool first)
     uint32_t sid = SLAB_ID_NONE;
 
     pthread_mutex_lock(&table_lock);
-    if (kept_head != SLAB_ID_NONE) {
-        sid = kept_head;        /* charged already: no limit to check */
-        kept_head = table_entry(sid)->pool_next;
-        atomic_fetch_sub(&kept_count, 1);
+    sid = kept_pop_locked();    /* charged already: no limit to check */
+    if (sid != SLAB_ID_NONE) {
         pthread_mutex_unlock(&table_lock);
         return sid;
     }
@@ -1055,11 +1066,7 @@ static uint32_t
 kept_pop(void)
 {
     pthread_mutex_lock(&table_lock);
-    uint32_t sid = kept_head;
-    if (sid != SLAB_ID_NONE) {
-        kept_head = table_entry(sid)->pool_next;
-        atomic_fetch_sub(&kept_count, 1);
-    }
+    uint32_t sid = kept_pop_locked();
     pthread_mutex_unlock(&table_lock);
     return sid;
 }
@@ -1240,7 +1247,7 @@ slab_set_limit(size_t maxbytes)
     atomic_store(&mem_limit, maxbytes < cap ? maxbytes : cap);
     /* The classes in use ask again at their next allocation: the floor
      * forgets the ones no longer used, so a lowered limit gives them back. */
-    slab_classes_asked_set(NULL);
+    slab_room_classes_set(NULL);
 }
 
 static void
@@ -1265,14 +1272,14 @@ class_set_put(_Atomic uint64_t *set, _Atomic uint32_t *n, const uint64_t *in)
 }
 
 void
-slab_classes_asked_get(uint64_t out[SLAB_ROOM_WORDS])
+slab_room_classes_get(uint64_t out[SLAB_ROOM_WORDS])
 {
     class_set_get(classes_asked, out);
     class_set_get(classes_past, out + SLAB_ASKED_WORDS);
 }
 
 void
-slab_classes_asked_set(const uint64_t in[SLAB_ROOM_WORDS])
+slab_room_classes_set(const uint64_t in[SLAB_ROOM_WORDS])
 {
     class_set_put(classes_asked, &nclasses_asked, in);
     class_set_put(classes_past, &nclasses_past, in != NULL ? in + SLAB_ASKED_WORDS : NULL);
