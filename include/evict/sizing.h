@@ -115,12 +115,13 @@ double   sizing_gets(uint8_t cls);
  * among the classes at best (greedy on each class's curve, looking a few
  * slabs ahead past flat stretches), and that division: split[c] slabs for
  * class c (SLAB_CLASS_MAX + 1 entries; may be NULL). Each class's curve
- * takes its level from its hits, counted at every get, and its shape
- * from the sample: it is scaled by the counted hits over the sample's
- * estimate of them (a fixed-hash sample holds a class's hot keys or does
- * not, and that moves its level). Misses of keys no sample holds (first
- * requests) are misses at every size, estimated from the keys every class
- * would sample.
+ * passes through the hits counted at the slabs it holds (what its policy
+ * scored there), its slope past the first slab is the sample's, and the
+ * first slab takes the rest (hot keys; a sampled key that would stand for
+ * more hits than its class counted stands for itself); where the sample
+ * claims more than the count the curve scales to it (sizing.c). The hit
+ * ratio is against the gets counted (hits and misses), so first requests
+ * are misses at every size.
  */
 double   sizing_curve(uint32_t slabs, uint32_t *split);
 /* The stacks' depth in slabs (SIZING_DEPTH x the slabs of -m). */

@@ -30,6 +30,7 @@ struct sz_entry {
     uint32_t next;              /* hash chain, or the free list */
     uint32_t t;                 /* position on its class's time line */
     uint8_t  cls;               /* 0: free */
+    uint16_t n;                 /* its gets in the short window, halved with it */
 };
 
 struct sz_class {
@@ -59,7 +60,7 @@ struct sz_class {
  * Tallies are never freed: one per thread that ever served a get.
  */
 struct sz_tally {
-    _Atomic uint64_t  hits[SLAB_CLASS_MAX + 1];
+    _Atomic uint64_t  hits[SLAB_CLASS_MAX + 1];     /* [0]: the misses */
     struct sz_tally  *next;
 };
 
@@ -74,7 +75,6 @@ static uint32_t         bucket_mask;
 static struct sz_class  classes[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t thresh[SLAB_CLASS_MAX + 1];
 static _Atomic uint32_t miss_thresh;
-static uint32_t         unseen_thresh;  /* the lowest class rate: see sample_ref */
 static unsigned         shift;
 static uint32_t         depth;          /* slabs followed per class */
 static uint32_t         long_depth;     /* by the long histograms: -m's slabs and a pool */
@@ -83,7 +83,8 @@ static size_t           bytes;
 static uint64_t         window_gets;
 static _Atomic uint32_t window_len = SIZING_WINDOW_UNIT;   /* sizing_window_set */
 static unsigned         short_windows;  /* since the long histograms last halved */
-static double           unseen;         /* weighted misses of keys not in the sample */
+static double           misses;         /* misses counted (every one), decayed as the hists */
+static uint64_t         misses_mark;    /* the tallies' misses when the last short window ended */
 static _Atomic(struct sz_tally *) tallies;
 static _Atomic size_t   tally_bytes;
 static _Thread_local struct sz_tally *tally_mine;
@@ -315,15 +316,13 @@ drop_oldest(uint8_t cls)
 static void
 miss_thresh_update(void)
 {
-    uint32_t top = 0, low = UINT32_MAX;
+    uint32_t top = 0;
 
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
         uint32_t t = atomic_load(&thresh[i]);
         top = t > top ? t : top;
-        low = t > 0 && t < low ? t : low;
     }
     atomic_store(&miss_thresh, top);
-    unseen_thresh = low == UINT32_MAX ? 0 : low;
 }
 
 /* The sample outgrew its memory: halve every rate, drop the keys past it. */
@@ -361,6 +360,7 @@ entry_new(uint32_t hv, uint8_t cls)
     free_head = ents[e].next;
     ents[e].hv = hv;
     ents[e].cls = 0;
+    ents[e].n = 0;
     ents[e].next = *b;
     *b = e;
     nused++;
@@ -455,7 +455,12 @@ window_halve(void)
         c->gets *= 0.5;
         c->cold *= 0.5;
     }
-    unseen *= 0.5;
+    for (uint32_t e = 0; e < nents; e++) {
+        ents[e].n >>= 1;
+    }
+    uint64_t missed = tally_sum(0);
+    misses = (misses + (double)(missed - misses_mark)) * 0.5;
+    misses_mark = missed;
 }
 
 static bool
@@ -491,6 +496,7 @@ note_get(uint8_t cls, uint32_t e, bool hit)
     if (e == SZ_NONE) {
         c->cold += w;
     } else {
+        ents[e].n += ents[e].n < UINT16_MAX ? 1 : 0;
         uint32_t dist = c->n - fen_prefix(c, ents[e].t);
         double ps = per_slab(cls);
         double b = ps > 0 ? dist / ps : depth;
@@ -535,14 +541,9 @@ sample_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
     }
     uint32_t e = entry_find(hv);
     if (kind == ITEM_REF_MISS) {
-        /* A key in the sample: its class is the one it was last seen in.
-         * A key in none is counted as unseen only if every class would
-         * sample it: a missed key its class does not sample is already
-         * in that class's estimate (its sampled keys stand for all). */
+        /* A key in the sample: its class is the one it was last seen in
+         * (a key in none is only in the counted misses). */
         cls = e != SZ_NONE ? ents[e].cls : 0;
-        if (cls == 0 && s < unseen_thresh) {
-            unseen += (double)SZ_FULL / unseen_thresh;
-        }
     }
     if (kind != ITEM_REF_STORE && cls != 0) {
         /* A hit on a key not in the sample (or sampled in another class)
@@ -565,6 +566,8 @@ sizing_ref(uint32_t hv, uint8_t cls, item_ref_t kind)
     sample_ref(hv, cls, kind);
     if (kind == ITEM_REF_HIT && cls != 0) {
         tally_hit(cls);
+    } else if (kind == ITEM_REF_MISS) {
+        tally_hit(0);
     }
 }
 
@@ -596,11 +599,10 @@ hist_sum(const double *hist, uint32_t top, uint32_t from, uint32_t to)
  * sample. Both sides are the same gets' outcomes, so the factor measures
  * the sample's luck alone, not the policy (CLOCK, not LRU) nor keys the
  * sample has yet to learn (after a warm restart, a restored key's first
- * hit is in both). The whole curve is scaled: where the luck lies (one
- * hot key's first slab, or keys spread over the curve) the sample cannot
- * tell, and scaling errs on a class whose level rests on one unsampled
- * hot key (open: notes/eviction.md). The curve reads it; the allocation
- * rule's edges do not (their variance is the sample's).
+ * hit is in both). It levels a class's gets (sizing_gets) and the curve of
+ * a class that holds no slab; a class with slabs has its curve pass
+ * through its count where it stands (curve_fill). The allocation rule's
+ * edges do not read it (their variance is the sample's).
  */
 static double
 calibration(uint8_t cls)
@@ -737,23 +739,120 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
     pthread_mutex_unlock(&sz_lock);
 }
 
-/* Bucket b of cls's short histogram, calibrated by f. */
-static double
-bucket(const struct sz_class *c, uint32_t b, double f)
+/*
+ * The curves: for each class, the hits it would have at each of its
+ * slabs (cur[cls][b], the b+1-th slab's), from the short histograms.
+ *
+ * The level comes from the count, the shape from the sample. A class's
+ * curve passes through the hits counted at the slabs it holds, which is
+ * also what its policy (CLOCK and probation, not an LRU) scored there.
+ * Past its first slab the slope is the sample's: there its keys stand
+ * for the keys they were sampled for. The first slab takes what the count
+ * leaves: the hot keys, where one sampled or not moves a class's estimate
+ * most (SHARDS's adjustment, Waldspurger et al., FAST'15). A sampled key
+ * whose gets, at its weight, would stand for more hits than the class
+ * counted stands for itself alone (a Zipf head key: its weight is taken
+ * off the first slab). If the slope past the first slab leaves the first
+ * slab less than the sample put there, the sample's keys are dense all
+ * along (or the policy did worse than an LRU of its slabs): the whole
+ * curve scales to the count. A class that holds no slab is read at the
+ * sample's level (calibration()). No curve passes the class's gets: its
+ * counted hits and the sample's estimate of its misses. Only the curve
+ * reads this; the allocation rule's edges take the sample as it is.
+ */
+static void
+heavy_excess(const double *counted, double *excess)
 {
-    return c->hist[b] * f;
+    for (uint32_t e = 0; e < nents; e++) {
+        uint8_t cls = ents[e].cls;
+        if (cls != 0 && ents[e].n > 0) {
+            double w = weight(cls), as_sampled = ents[e].n * w;
+            excess[cls] += as_sampled > counted[cls] ? as_sampled - ents[e].n : 0.0;
+        }
+    }
 }
 
-/* Best average gain per slab of cls over its next 1..SZ_LOOK slabs from s. */
+static void
+curve_fill(uint8_t cls, double counted, double excess, double *cur)
+{
+    const struct sz_class *c = &classes[cls];
+    uint32_t held = slab_class_slabs(cls);
+    double first = c->hist[0] > excess ? c->hist[0] - excess : 0.0, rest = 0.0, g = 1.0;
+
+    for (uint32_t b = 1; b < held && b < depth; b++) {
+        rest += c->hist[b];
+    }
+    cur[0] = first;
+    if (held == 0 || held > depth || counted <= 0.0) {
+        g = calibration(cls);
+        cur[0] *= g;
+    } else if (counted - rest >= first) {
+        cur[0] = counted - rest;
+    } else {
+        g = counted / (first + rest);
+        cur[0] *= g;
+    }
+    double cap = counted + (c->gets > c->hits_sampled ? c->gets - c->hits_sampled : 0.0);
+    double sum = cur[0] < cap ? cur[0] : cap;
+    cur[0] = sum;
+    for (uint32_t b = 1; b < depth; b++) {
+        double v = c->hist[b] * g;
+        cur[b] = sum + v < cap ? v : cap - sum;
+        sum += cur[b];
+    }
+}
+
+/* The curves and the gets they are read against (counted: hits and
+ * misses), under the lock; NULL if memory runs out. */
+static double **
+curves_make(double *gets)
+{
+    double **cur = calloc(SLAB_CLASS_MAX + 1, sizeof(*cur));
+    double *counted = calloc(2 * (SLAB_CLASS_MAX + 1), sizeof(double));
+
+    if (cur == NULL || counted == NULL) {
+        free(cur);
+        free(counted);
+        return NULL;
+    }
+    double *excess = counted + SLAB_CLASS_MAX + 1;
+    *gets = misses + (double)(tally_sum(0) - misses_mark);
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        if (classes[i].hist != NULL) {
+            counted[i] = hits_counted(&classes[i], (uint8_t)i);
+            *gets += counted[i];
+        }
+    }
+    heavy_excess(counted, excess);
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        if (classes[i].hist != NULL &&
+            (cur[i] = malloc((size_t)depth * sizeof(double))) != NULL) {
+            curve_fill((uint8_t)i, counted[i], excess[i], cur[i]);
+        }
+    }
+    free(counted);
+    return cur;
+}
+
+static void
+curves_free(double **cur)
+{
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        free(cur[i]);
+    }
+    free(cur);
+}
+
+/* Best average gain per slab of a curve over its next 1..SZ_LOOK slabs from s. */
 #define SZ_LOOK 4
 static double
-best_step(const struct sz_class *c, double f, uint32_t s, uint32_t *k)
+best_step(const double *curve, uint32_t s, uint32_t *k)
 {
     double sum = 0, best = -1;
 
     *k = 1;
     for (uint32_t j = 1; j <= SZ_LOOK && s + j <= depth; j++) {
-        sum += bucket(c, s + j - 1, f);
+        sum += curve[s + j - 1];
         if (sum / j > best) {
             best = sum / j;
             *k = j;
@@ -766,24 +865,19 @@ double
 sizing_curve(uint32_t slabs, uint32_t *split)
 {
     uint32_t got[SLAB_CLASS_MAX + 1] = { 0 };
-    double f[SLAB_CLASS_MAX + 1] = { 0 };
     double hits = 0, gets = 0;
 
     pthread_mutex_lock(&sz_lock);
-    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        f[i] = calibration((uint8_t)i);
-        gets += classes[i].gets * f[i];
-    }
-    gets += unseen;
-    for (uint32_t left = slabs; left > 0;) {
+    double **cur = curves_make(&gets);
+    for (uint32_t left = slabs; cur != NULL && left > 0;) {
         unsigned top = 0;
         uint32_t top_k = 1, k;
         double top_gain = 0;
         for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-            if (classes[i].hist == NULL || got[i] >= depth) {
+            if (cur[i] == NULL || got[i] >= depth) {
                 continue;
             }
-            double g = best_step(&classes[i], f[i], got[i], &k);
+            double g = best_step(cur[i], got[i], &k);
             if (g > top_gain) {
                 top = i;
                 top_gain = g;
@@ -795,9 +889,12 @@ sizing_curve(uint32_t slabs, uint32_t *split)
         }
         top_k = top_k < left ? top_k : left;
         for (uint32_t j = 0; j < top_k; j++) {
-            hits += bucket(&classes[top], got[top]++, f[top]);
+            hits += cur[top][got[top]++];
         }
         left -= top_k;
+    }
+    if (cur != NULL) {
+        curves_free(cur);
     }
     pthread_mutex_unlock(&sz_lock);
     if (split != NULL) {
@@ -891,7 +988,8 @@ sizing_setup(size_t limit, uint32_t slabs)
     shift = 0;
     window_gets = 0;
     short_windows = 0;
-    unseen = 0;
+    misses = 0;
+    misses_mark = tally_sum(0);
     bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
     for (unsigned i = 1; i <= ncls; i++) {
         uint32_t per = slab_class_perslab((uint8_t)i);

@@ -314,6 +314,82 @@ START_TEST(test_curve_is_calibrated_by_counted_hits)
 END_TEST
 
 /*
+ * The curve is the class's policy's, not an LRU's. Class B holds 4 slabs;
+ * its gets are uniform over 8 slabs' worth of keys, so an LRU of 4 slabs
+ * would hit half of them. The cache reports what its policy kept: 3/4 of
+ * the keys hit (a policy beating an LRU of its size), or 1/4 (one doing
+ * worse). At the 4 slabs held the curve reads what the class scored; the
+ * better one hits them all by 8 and no more than all. Read as an LRU's,
+ * the curve said 0.5 at 4 slabs either way.
+ */
+static double
+curve_for_a_policy_keeping(uint32_t kept_slabs, double *at8)
+{
+    uint8_t b = full_rate_class();
+    uint32_t per = slab_class_perslab(b), keys = 8 * per;
+    uint64_t seed = 0x9011c4;
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    grow_to(b, 4);
+    for (uint32_t k = 0; k < keys; k++) {
+        sizing_ref(key_hash(k), b, ITEM_REF_STORE);
+    }
+    for (uint32_t i = 0; i < 40000; i++) {
+        uint32_t k = rnd(&seed) % keys;
+        bool hit = k < kept_slabs * per;
+        sizing_ref(key_hash(k), hit ? b : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    *at8 = sizing_curve(8, NULL);
+    return sizing_curve(4, NULL);
+}
+
+START_TEST(test_curve_reads_the_policy_at_its_slabs)
+{
+    double at8, better = curve_for_a_policy_keeping(6, &at8);
+
+    ck_assert_msg(fabs(better - 0.75) < 0.03, "better than an LRU: at 4 slabs %f, scored 0.75",
+                  better);
+    ck_assert_msg(at8 > 0.97 && at8 < 1.001, "at 8 slabs %f", at8);
+    teardown();
+    setup();
+    double worse = curve_for_a_policy_keeping(2, &at8);
+    ck_assert_msg(fabs(worse - 0.25) < 0.03, "worse than an LRU: at 4 slabs %f, scored 0.25",
+                  worse);
+}
+END_TEST
+
+/*
+ * A hot key in a coarse sample stands for itself. Class 1 (about 1 key in
+ * 100 sampled) holds 4 of the 8 slabs its keys need; half its gets go to
+ * one key the sample holds, the rest are uniform over the keys, and the
+ * first half of the keys hit. At 2 slabs the truth is 0.5 + 0.5 * 2/8.
+ * Scaled as a whole to the count, the curve shrank the uniform keys'
+ * slope with the hot key's weight and read about 0.75 at any size.
+ */
+START_TEST(test_a_sampled_hot_key_stands_for_itself)
+{
+    uint8_t cls = 1;
+    uint32_t per = slab_class_perslab(cls), nkeys = 8 * per, hot;
+    uint64_t seed = 0x407ull;
+
+    ck_assert_uint_gt(per, 100 * SIZING_PER_SLAB / 2);
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    grow_to(cls, 4);
+    hot = store_keys(cls, nkeys);
+    for (uint32_t i = 0; i < 100000; i++) {
+        uint32_t k = i % 2 == 0 ? hot : rnd(&seed) % nkeys;
+        bool hit = k == hot || k < 4 * per;
+        sizing_ref(key_hash(k), hit ? cls : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    double at2 = sizing_curve(2, NULL), at4 = sizing_curve(4, NULL);
+    ck_assert_msg(fabs(at4 - 0.75) < 0.02, "at 4 slabs %f, scored 0.75", at4);
+    ck_assert_msg(fabs(at2 - 0.625) < 0.03, "at 2 slabs %f, truth 0.625", at2);
+}
+END_TEST
+
+/*
  * The calibration compares the same gets' outcomes, counted and sampled:
  * after a warm restart a class is full of keys the sample has not seen,
  * and every get hits. Each first hit of a restored key is in both (a
@@ -592,6 +668,8 @@ sizing_suite(void)
     tcase_add_test(tc, test_edges_pool_a_coarsely_sampled_class);
     tcase_add_test(tc, test_curve_counts_a_coarse_class_s_misses_once);
     tcase_add_test(tc, test_curve_is_calibrated_by_counted_hits);
+    tcase_add_test(tc, test_curve_reads_the_policy_at_its_slabs);
+    tcase_add_test(tc, test_a_sampled_hot_key_stands_for_itself);
     tcase_add_test(tc, test_calibration_after_a_warm_restart);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
     tcase_add_test(tc, test_edges_do_not_pool_past_the_keys);
