@@ -36,9 +36,9 @@
  * in evict_auto.c says when each is used).
  *
  * The request path calls sizing_ref() (through storage's reference hook);
- * an unsampled key costs a multiply and a compare, and a hit one more
- * count in its thread's own tally (sizing.c); a sampled key a mutex and a
- * few hundred nanoseconds.
+ * an unsampled key costs a multiply and a compare, and a hit or a miss
+ * one more count in its thread's own tally (sizing.c); a sampled key a
+ * mutex and a few hundred nanoseconds.
  */
 #ifndef SC_SIZING_H
 #define SC_SIZING_H

@@ -85,6 +85,8 @@ static _Atomic uint32_t window_len = SIZING_WINDOW_UNIT;   /* sizing_window_set 
 static unsigned         short_windows;  /* since the long histograms last halved */
 static double           misses;         /* misses counted (every one), decayed as the hists */
 static uint64_t         misses_mark;    /* the tallies' misses when the last short window ended */
+static double           gets_decayed;   /* every get counted (hits and misses), decayed so */
+static uint64_t         gets_mark;
 static _Atomic(struct sz_tally *) tallies;
 static _Atomic size_t   tally_bytes;
 static _Thread_local struct sz_tally *tally_mine;
@@ -458,9 +460,14 @@ window_halve(void)
     for (uint32_t e = 0; e < nents; e++) {
         ents[e].n >>= 1;
     }
-    uint64_t missed = tally_sum(0);
+    uint64_t missed = tally_sum(0), got = missed;
     misses = (misses + (double)(missed - misses_mark)) * 0.5;
     misses_mark = missed;
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        got += tally_sum((uint8_t)i);
+    }
+    gets_decayed = (gets_decayed + (double)(got - gets_mark)) * 0.5;
+    gets_mark = got;
 }
 
 static bool
@@ -514,6 +521,9 @@ note_get(uint8_t cls, uint32_t e, bool hit)
 static void
 entry_touch(uint32_t e, uint8_t cls)
 {
+    if (ents[e].cls != cls) {
+        ents[e].n = 0;          /* its gets so far were another class's */
+    }
     if (ents[e].cls != 0) {
         line_remove(e);
     }
@@ -750,30 +760,31 @@ sizing_edges(const uint32_t *slabs, struct sizing_edge *out, unsigned ncls,
  * for the keys they were sampled for. The first slab takes what the count
  * leaves: the hot keys, where one sampled or not moves a class's estimate
  * most (SHARDS's adjustment, Waldspurger et al., FAST'15). A sampled key
- * whose gets, at its weight, would stand for more hits than the class
- * counted stands for itself alone (a Zipf head key: its weight is taken
- * off the first slab). If the slope past the first slab leaves the first
- * slab less than the sample put there, the sample's keys are dense all
- * along (or the policy did worse than an LRU of its slabs): the whole
- * curve scales to the count. A class that holds no slab is read at the
- * sample's level (calibration()). No curve passes the class's gets: its
- * counted hits and the sample's estimate of its misses. Only the curve
- * reads this; the allocation rule's edges take the sample as it is.
+ * whose gets, at its weight, would stand for more than its class's gets
+ * (its counted hits and at most the counted misses) stands for itself
+ * alone (a Zipf head key: its weight is taken off the first slab). If the
+ * slope past the first slab leaves the first slab less than the sample put
+ * there, the sample's keys are dense all along (or the policy did worse
+ * than an LRU of its slabs): the whole curve scales to the count. A class
+ * that holds no slab is read from the sample, its heavy keys as
+ * themselves, scaled to its counted hits if it has any. No curve passes its class's gets, and the
+ * hit ratio is against the gets counted. Only the curve reads this; the
+ * allocation rule's edges take the sample as it is.
  */
 static void
-heavy_excess(const double *counted, double *excess)
+heavy_excess(const double *bound, double *excess)
 {
     for (uint32_t e = 0; e < nents; e++) {
         uint8_t cls = ents[e].cls;
         if (cls != 0 && ents[e].n > 0) {
             double w = weight(cls), as_sampled = ents[e].n * w;
-            excess[cls] += as_sampled > counted[cls] ? as_sampled - ents[e].n : 0.0;
+            excess[cls] += as_sampled > bound[cls] ? as_sampled - ents[e].n : 0.0;
         }
     }
 }
 
 static void
-curve_fill(uint8_t cls, double counted, double excess, double *cur)
+curve_fill(uint8_t cls, double counted, double bound, double excess, double *cur)
 {
     const struct sz_class *c = &classes[cls];
     uint32_t held = slab_class_slabs(cls);
@@ -783,51 +794,67 @@ curve_fill(uint8_t cls, double counted, double excess, double *cur)
         rest += c->hist[b];
     }
     cur[0] = first;
-    if (held == 0 || held > depth || counted <= 0.0) {
-        g = calibration(cls);
-        cur[0] *= g;
-    } else if (counted - rest >= first) {
-        cur[0] = counted - rest;
-    } else {
-        g = counted / (first + rest);
+    if (held > 0 && held <= depth && counted > 0.0) {
+        if (counted - rest >= first) {
+            cur[0] = counted - rest;
+        } else {
+            g = counted / (first + rest);
+            cur[0] *= g;
+        }
+    } else if (counted > 0.0 && c->hits_sampled > excess) {
+        g = counted / (c->hits_sampled - excess);   /* its heavy keys' gets hit */
         cur[0] *= g;
     }
-    double cap = counted + (c->gets > c->hits_sampled ? c->gets - c->hits_sampled : 0.0);
-    double sum = cur[0] < cap ? cur[0] : cap;
+    double sum = cur[0] < bound ? cur[0] : bound;
     cur[0] = sum;
     for (uint32_t b = 1; b < depth; b++) {
         double v = c->hist[b] * g;
-        cur[b] = sum + v < cap ? v : cap - sum;
+        cur[b] = sum + v < bound ? v : bound - sum;
         sum += cur[b];
     }
 }
 
-/* The curves and the gets they are read against (counted: hits and
- * misses), under the lock; NULL if memory runs out. */
+/* The gets counted since sizing_setup(), decayed as the histograms. */
+static double
+gets_counted(void)
+{
+    uint64_t got = tally_sum(0);
+
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        got += tally_sum((uint8_t)i);
+    }
+    return gets_decayed + (double)(got - gets_mark);
+}
+
+/* The curves and the gets they are read against, under the lock; NULL if
+ * memory runs out. */
 static double **
 curves_make(double *gets)
 {
     double **cur = calloc(SLAB_CLASS_MAX + 1, sizeof(*cur));
-    double *counted = calloc(2 * (SLAB_CLASS_MAX + 1), sizeof(double));
+    double *counted = calloc(3 * (SLAB_CLASS_MAX + 1), sizeof(double));
 
     if (cur == NULL || counted == NULL) {
         free(cur);
         free(counted);
         return NULL;
     }
-    double *excess = counted + SLAB_CLASS_MAX + 1;
-    *gets = misses + (double)(tally_sum(0) - misses_mark);
+    double *bound = counted + SLAB_CLASS_MAX + 1, *excess = bound + SLAB_CLASS_MAX + 1;
+    double missed = misses + (double)(tally_sum(0) - misses_mark);
+    *gets = gets_counted();
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        if (classes[i].hist != NULL) {
-            counted[i] = hits_counted(&classes[i], (uint8_t)i);
-            *gets += counted[i];
+        const struct sz_class *c = &classes[i];
+        if (c->hist != NULL) {
+            double sampled_misses = c->gets > c->hits_sampled ? c->gets - c->hits_sampled : 0.0;
+            counted[i] = hits_counted(c, (uint8_t)i);
+            bound[i] = counted[i] + (sampled_misses < missed ? sampled_misses : missed);
         }
     }
-    heavy_excess(counted, excess);
+    heavy_excess(bound, excess);
     for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
         if (classes[i].hist != NULL &&
             (cur[i] = malloc((size_t)depth * sizeof(double))) != NULL) {
-            curve_fill((uint8_t)i, counted[i], excess[i], cur[i]);
+            curve_fill((uint8_t)i, counted[i], bound[i], excess[i], cur[i]);
         }
     }
     free(counted);
@@ -900,7 +927,7 @@ sizing_curve(uint32_t slabs, uint32_t *split)
     if (split != NULL) {
         memcpy(split, got, sizeof(got));
     }
-    return gets > 0 ? hits / gets : 0.0;
+    return gets <= 0 ? 0.0 : hits < gets ? hits / gets : 1.0;
 }
 
 double
@@ -990,6 +1017,11 @@ sizing_setup(size_t limit, uint32_t slabs)
     short_windows = 0;
     misses = 0;
     misses_mark = tally_sum(0);
+    gets_decayed = 0;
+    gets_mark = misses_mark;
+    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
+        gets_mark += tally_sum((uint8_t)i);
+    }
     bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
     for (unsigned i = 1; i <= ncls; i++) {
         uint32_t per = slab_class_perslab((uint8_t)i);

@@ -243,11 +243,10 @@ store_keys(uint8_t cls, uint32_t nkeys)
 /*
  * The curve counts each get once. Class 1 (about 1 key in 100 sampled)
  * is served as by a cache of 4 of the 8 slabs its keys need: gets of the
- * first half of its keys hit, of the other half miss. A miss names no class, so it is
- * sampled at the highest class rate; a missed key its own class does not
- * sample is already counted in that class's estimate, and counting it
- * again as a key no sample knows put every size's hit ratio near
- * 1 / (1 + 0.5). At 16 slabs every get hits.
+ * first half of its keys hit, of the other half miss. A miss names no
+ * class; the hit ratio is against the gets counted, each once (an earlier
+ * curve that also counted a missed key no sample knows put every size's
+ * hit ratio near 1 / (1 + 0.5)). At 16 slabs every get hits.
  */
 START_TEST(test_curve_counts_a_coarse_class_s_misses_once)
 {
@@ -386,6 +385,73 @@ START_TEST(test_a_sampled_hot_key_stands_for_itself)
     double at2 = sizing_curve(2, NULL), at4 = sizing_curve(4, NULL);
     ck_assert_msg(fabs(at4 - 0.75) < 0.02, "at 4 slabs %f, scored 0.75", at4);
     ck_assert_msg(fabs(at2 - 0.625) < 0.03, "at 2 slabs %f, truth 0.625", at2);
+}
+END_TEST
+
+/*
+ * A class that holds no slab is read from the sample, its heavy keys as
+ * themselves: class 1 (about 1 key in 100 sampled) has 2,000 keys, half
+ * its gets to one key the sample holds. Its keys fit in one slab, so at
+ * one slab every get hits, whether the cache hit them (a class whose
+ * slabs went elsewhere: scaled to its counted hits) or missed them all
+ * (one that never had any: the other 1,999 keys are read from the 20 or so
+ * sampled, unscaled, so only the hot key's half is sure). A curve marked
+ * down twice for the hot key read 0.016 for the first; one that took every
+ * key as heavy for want of counted hits read 0.5 for the second.
+ */
+static double
+no_slab_curve(bool hit)
+{
+    uint8_t a = 1;
+    uint64_t seed = 0xca1b;
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    ck_assert_uint_eq(slab_class_slabs(a), 0);
+    uint32_t hot = store_keys(a, 2000);
+    for (uint32_t i = 0; i < 20000; i++) {
+        uint32_t k = i % 2 == 0 ? hot : rnd(&seed) % 2000;
+        sizing_ref(key_hash(k), hit ? a : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+    }
+    ck_assert_uint_eq(state().shift, 0);
+    return sizing_curve(1, NULL);
+}
+
+START_TEST(test_a_class_with_no_slab_reads_from_the_sample)
+{
+    double hits = no_slab_curve(true);
+
+    ck_assert_msg(hits > 0.97 && hits <= 1.0, "all hit: at 1 slab %f", hits);
+    teardown();
+    setup();
+    double missed = no_slab_curve(false);
+    ck_assert_msg(missed > 0.6 && missed <= 1.0, "all missed: at 1 slab %f", missed);
+}
+END_TEST
+
+/*
+ * A hit ratio is at most 1: class 1 holds 4 of the 40 slabs its keys
+ * need (a tenth of its uniform gets hit). At 64 slabs every get but the
+ * first of each key would hit; the curve's cap (the class's counted hits
+ * and its sampled misses) is an estimate, the gets it is read against a
+ * count, and the ratio read 1.0037.
+ */
+START_TEST(test_the_hit_ratio_is_at_most_one)
+{
+    uint8_t a = 1;
+    uint32_t per = slab_class_perslab(a), nkeys = 40 * per;
+    uint64_t seed = 0x77;
+
+    ck_assert_int_eq(sizing_setup(1u << 30, 64), 0);
+    grow_to(a, 4);
+    store_keys(a, nkeys);
+    for (uint32_t i = 0; i < 200000; i++) {
+        uint32_t k = rnd(&seed) % nkeys;
+        bool hit = k < 4 * per;
+        sizing_ref(key_hash(k), hit ? a : 0, hit ? ITEM_REF_HIT : ITEM_REF_MISS);
+    }
+    double at4 = sizing_curve(4, NULL), at64 = sizing_curve(64, NULL);
+    ck_assert_msg(fabs(at4 - 0.1) < 0.02, "at 4 slabs %f, scored 0.1", at4);
+    ck_assert_msg(at64 <= 1.0, "at 64 slabs %f", at64);
 }
 END_TEST
 
@@ -670,6 +736,8 @@ sizing_suite(void)
     tcase_add_test(tc, test_curve_is_calibrated_by_counted_hits);
     tcase_add_test(tc, test_curve_reads_the_policy_at_its_slabs);
     tcase_add_test(tc, test_a_sampled_hot_key_stands_for_itself);
+    tcase_add_test(tc, test_a_class_with_no_slab_reads_from_the_sample);
+    tcase_add_test(tc, test_the_hit_ratio_is_at_most_one);
     tcase_add_test(tc, test_calibration_after_a_warm_restart);
     tcase_add_test(tc, test_edges_do_not_pool_across_a_cliff);
     tcase_add_test(tc, test_edges_do_not_pool_past_the_keys);
