@@ -118,7 +118,7 @@ double   sizing_gets(uint8_t cls);
  * passes through the hits counted at the slabs it holds (what its policy
  * scored there), its slope past the first slab is the sample's, and the
  * first slab takes the rest (hot keys; a sampled key that would stand for
- * more hits than its class counted stands for itself); where the sample
+ * more than its class's gets stands for itself); where the sample
  * claims more than the count the curve scales to it (sizing.c). The hit
  * ratio is against the gets counted (hits and misses), so first requests
  * are misses at every size.
