@@ -423,6 +423,18 @@ hits_counted(const struct sz_class *c, uint8_t cls)
     return c->hits + (double)(tally_sum(cls) - c->hits_mark);
 }
 
+/* Every get counted so far: the misses and every class's hits. */
+static uint64_t
+tally_gets(void)
+{
+    uint64_t got = 0;
+
+    for (unsigned i = 0; i <= SLAB_CLASS_MAX; i++) {
+        got += tally_sum((uint8_t)i);
+    }
+    return got;
+}
+
 /* --- the histograms ----------------------------------------------------- */
 
 static void
@@ -460,12 +472,9 @@ window_halve(void)
     for (uint32_t e = 0; e < nents; e++) {
         ents[e].n >>= 1;
     }
-    uint64_t missed = tally_sum(0), got = missed;
+    uint64_t missed = tally_sum(0), got = tally_gets();
     misses = (misses + (double)(missed - misses_mark)) * 0.5;
     misses_mark = missed;
-    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        got += tally_sum((uint8_t)i);
-    }
     gets_decayed = (gets_decayed + (double)(got - gets_mark)) * 0.5;
     gets_mark = got;
 }
@@ -609,9 +618,8 @@ hist_sum(const double *hist, uint32_t top, uint32_t from, uint32_t to)
  * sample. Both sides are the same gets' outcomes, so the factor measures
  * the sample's luck alone, not the policy (CLOCK, not LRU) nor keys the
  * sample has yet to learn (after a warm restart, a restored key's first
- * hit is in both). It levels a class's gets (sizing_gets) and the curve of
- * a class that holds no slab; a class with slabs has its curve pass
- * through its count where it stands (curve_fill). The allocation rule's
+ * hit is in both). It levels a class's gets (sizing_gets); the curves
+ * are levelled by the counts in curve_fill, and the allocation rule's
  * edges do not read it (their variance is the sample's).
  */
 static double
@@ -818,12 +826,7 @@ curve_fill(uint8_t cls, double counted, double bound, double excess, double *cur
 static double
 gets_counted(void)
 {
-    uint64_t got = tally_sum(0);
-
-    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        got += tally_sum((uint8_t)i);
-    }
-    return gets_decayed + (double)(got - gets_mark);
+    return gets_decayed + (double)(tally_gets() - gets_mark);
 }
 
 /* The curves and the gets they are read against, under the lock; NULL if
@@ -1018,10 +1021,7 @@ sizing_setup(size_t limit, uint32_t slabs)
     misses = 0;
     misses_mark = tally_sum(0);
     gets_decayed = 0;
-    gets_mark = misses_mark;
-    for (unsigned i = 1; i <= SLAB_CLASS_MAX; i++) {
-        gets_mark += tally_sum((uint8_t)i);
-    }
+    gets_mark = tally_gets();
     bytes = (size_t)nents * sizeof(*ents) + (size_t)nb * sizeof(*buckets);
     for (unsigned i = 1; i <= ncls; i++) {
         uint32_t per = slab_class_perslab((uint8_t)i);
